@@ -1,0 +1,36 @@
+"""``dlsched compare``: one table of runs with ratios to the first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dlsched.analysis.compare import COMPARED, compare_runs, format_value
+from dlsched.cli.errors import user_errors
+
+
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories; the first is the base.")],
+) -> None:
+    """Compare run directories side by side; ratios are to the first run."""
+    with user_errors():
+        cmp = compare_runs(list(runs))
+    table = Table(title=f"ratios to {cmp.labels[0]}")
+    table.add_column("metric")
+    for label, s in zip(cmp.labels, cmp.summaries, strict=True):
+        table.add_column(f"{label}\n{s.get('policy', '?')}", justify="right")
+    for key, title in COMPARED:
+        cells = []
+        for i, s in enumerate(cmp.summaries):
+            text = format_value(key, s.get(key))
+            r = cmp.ratio(i, key)
+            if i > 0 and r is not None:
+                text += f" ({r:.2f}x)"
+            cells.append(text)
+        table.add_row(title, *cells)
+    table.add_row("jobs", *[format_value("jobs", s.get("jobs")) for s in cmp.summaries])
+    Console(width=max(100, 24 * (len(cmp.labels) + 1))).print(table)

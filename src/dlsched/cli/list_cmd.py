@@ -1,0 +1,34 @@
+"""``dlsched list``: what policies, placements and built-in clusters exist."""
+
+from __future__ import annotations
+
+import typer
+
+from dlsched.cluster.builtin import list_builtin_clusters
+from dlsched.placement.registry import placers
+from dlsched.policy.registry import policies
+
+list_app = typer.Typer(
+    help="List policies, placements and built-in clusters.", no_args_is_help=True
+)
+
+
+@list_app.command("policies")
+def list_policies() -> None:
+    """Registered scheduling policies."""
+    for name, cls in sorted(policies().items()):
+        typer.echo(f"{name:12s} {cls.description}")
+
+
+@list_app.command("placements")
+def list_placements() -> None:
+    """Registered placers."""
+    for name, cls in sorted(placers().items()):
+        typer.echo(f"{name:12s} {cls.description}")
+
+
+@list_app.command("clusters")
+def list_clusters() -> None:
+    """Built-in cluster specifications."""
+    for name, text in sorted(list_builtin_clusters().items()):
+        typer.echo(f"{name:14s} {text}")

@@ -1,0 +1,28 @@
+"""The ``dlsched`` command: thin wrappers over the library."""
+
+from __future__ import annotations
+
+import typer
+
+from dlsched.cli.compare_cmd import compare
+from dlsched.cli.demo_cmd import demo
+from dlsched.cli.list_cmd import list_app
+from dlsched.cli.simulate_cmd import simulate
+from dlsched.cli.trace_cmd import trace_app
+
+app = typer.Typer(
+    name="dlsched",
+    help="Scheduling deep-learning workloads in GPU datacenters: traces, simulation, policies.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(trace_app, name="trace")
+app.add_typer(list_app, name="list")
+app.command()(simulate)
+app.command()(compare)
+app.command()(demo)
+
+
+if __name__ == "__main__":
+    app()

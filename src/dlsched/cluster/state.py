@@ -1,0 +1,284 @@
+"""Mutable runtime state of a cluster: free GPU shares, CPUs and memory per node, node health.
+
+Nodes are addressed by index (their order in the :class:`ClusterSpec`). Nodes are grouped into
+*pools*: the scheduling domains (one per partition, or a single pool when partitions are off).
+Each pool keeps an index of its up nodes by number of wholly free GPUs (lowest node index
+first within a count), so best-fit and worst-fit lookups cost O(distinct free counts) rather
+than O(nodes).
+
+Contracts:
+- :meth:`ClusterState.allocate` raises :class:`OverCommitError` rather than give any GPU share,
+  CPU or memory twice; it never leaves the state half-changed.
+- Inside :meth:`ClusterState.tentative` every change is undone on exit, so a scheduling cycle can
+  try placements without changing what the driver sees afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from heapq import heappop, heappush
+
+from dlsched.cluster.spec import ClusterSpec, gpu_type_matches
+
+WHOLE = 1000
+"""A GPU's full share in thousandths."""
+
+Placement = tuple[tuple[int, tuple[int, ...]], ...]
+"""Where a job runs: ``((node index, (GPU indices on that node...)), ...)``. A CPU-only job has
+one entry with no GPU indices."""
+
+
+class OverCommitError(RuntimeError):
+    """An allocation asked for a share, CPU or memory that is not free: always a bug upstream."""
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """What a job asks of the cluster. ``milli`` is the share of each GPU (1000 = whole)."""
+
+    gpus: int
+    milli: int = WHOLE
+    cpus: float = 0.0
+    memory_mib: float = 0.0
+    gpu_type: str | None = None
+
+
+class ClusterState:
+    """Free resources and health of every node, grouped into pools (see module docstring)."""
+
+    def __init__(self, spec: ClusterSpec, use_partitions: bool = True) -> None:
+        self.spec = spec
+        nodes = spec.nodes
+        if use_partitions:
+            self.pool_names: tuple[str, ...] = spec.partitions
+        else:
+            self.pool_names = ("*",)
+        pool_index = {name: i for i, name in enumerate(self.pool_names)}
+        self.node_pool: list[int] = [
+            pool_index[n.partition] if use_partitions else 0 for n in nodes
+        ]
+        self.node_names: list[str] = [n.name for n in nodes]
+        self.node_gpus: list[int] = [n.gpus for n in nodes]
+        self.node_type: list[str] = [n.gpu_type for n in nodes]
+        self.node_rack: list[str] = [n.rack for n in nodes]
+        self.node_up: list[bool] = [True] * len(nodes)
+        self.free_milli: list[list[int]] = [[WHOLE] * n.gpus for n in nodes]
+        self.free_whole: list[int] = [n.gpus for n in nodes]
+        inf = math.inf
+        self.cpu_cap: list[float] = [inf if n.cpus is None else n.cpus for n in nodes]
+        self.mem_cap: list[float] = [inf if n.memory_mib is None else n.memory_mib for n in nodes]
+        self.free_cpus: list[float] = list(self.cpu_cap)
+        self.free_mem: list[float] = list(self.mem_cap)
+        npools = len(self.pool_names)
+        self.pool_nodes: list[list[int]] = [[] for _ in range(npools)]
+        for i, p in enumerate(self.node_pool):
+            self.pool_nodes[p].append(i)
+        self.pool_max_node_gpus: list[int] = [
+            max((self.node_gpus[i] for i in members), default=0) for members in self.pool_nodes
+        ]
+        self.pool_total_gpus: list[int] = [
+            sum(self.node_gpus[i] for i in members) for members in self.pool_nodes
+        ]
+        self.pool_up_gpus: list[int] = list(self.pool_total_gpus)
+        self.pool_used_milli: list[int] = [0] * npools
+        self.pool_types: list[frozenset[str]] = [
+            frozenset(self.node_type[i] for i in members) for members in self.pool_nodes
+        ]
+        # buckets[p][k]: a min-heap of the indices of pool p's up nodes with exactly k wholly
+        # free GPUs, with lazy deletion: an entry is valid while the node is up and still has k
+        # free. Lowest index first is the Helios tie-break among equally free nodes.
+        self.buckets: list[list[list[int]]] = [
+            [[] for _ in range(self.pool_max_node_gpus[p] + 1)] for p in range(npools)
+        ]
+        for i, p in enumerate(self.node_pool):
+            self.buckets[p][self.free_whole[i]].append(i)
+        # Nodes with a GPU that is partly shared: candidates for fractional best fit.
+        self.partial_nodes: list[dict[int, None]] = [{} for _ in range(npools)]
+        self._undo: list[tuple[bool, Placement, int, float, float]] | None = None
+
+    # ---- queries -------------------------------------------------------------------------
+    @property
+    def num_pools(self) -> int:
+        return len(self.pool_names)
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(self.pool_total_gpus)
+
+    def pool_free_gpus(self, pool: int) -> float:
+        """Free GPU capacity of a pool's up nodes, in GPUs (fractions count)."""
+        return self.pool_up_gpus[pool] - self.pool_used_milli[pool] / WHOLE
+
+    def node_fits_extras(self, node: int, cpus: float, memory_mib: float) -> bool:
+        return self.free_cpus[node] >= cpus and self.free_mem[node] >= memory_mib
+
+    def node_matches(self, node: int, demand: Demand) -> bool:
+        return gpu_type_matches(demand.gpu_type, self.node_type[node])
+
+    def can_ever_fit(self, pool: int, demand: Demand) -> str | None:
+        """Why ``demand`` can never run in ``pool`` on a healthy, empty cluster, or None."""
+        members = self.pool_nodes[pool]
+        typed = [i for i in members if gpu_type_matches(demand.gpu_type, self.node_type[i])]
+        if demand.gpus > 0 and not typed:
+            return f"no node of GPU type {demand.gpu_type!r} in pool {self.pool_names[pool]!r}"
+        if demand.gpus > sum(self.node_gpus[i] for i in typed):
+            return (
+                f"needs {demand.gpus} GPUs but pool {self.pool_names[pool]!r} has "
+                f"{sum(self.node_gpus[i] for i in typed)}"
+            )
+        nodes_needed = typed if demand.gpus > 0 else members
+        per_gpu_cpu = demand.cpus / demand.gpus if demand.gpus else demand.cpus
+        per_gpu_mem = demand.memory_mib / demand.gpus if demand.gpus else demand.memory_mib
+        if demand.gpus == 0 or demand.gpus <= self.pool_max_node_gpus[pool]:
+            k = max(demand.gpus, 1)
+            if not any(
+                self.cpu_cap[i] >= per_gpu_cpu * k and self.mem_cap[i] >= per_gpu_mem * k
+                for i in nodes_needed
+            ):
+                return (
+                    f"needs {demand.cpus:g} CPUs and {demand.memory_mib:g} MiB on one node; "
+                    f"no node of pool {self.pool_names[pool]!r} has that much"
+                )
+        return None
+
+    # ---- changes -------------------------------------------------------------------------
+    def _move(self, node: int, new_whole: int) -> None:
+        if self.free_whole[node] == new_whole:
+            return
+        self.free_whole[node] = new_whole
+        if self.node_up[node]:
+            self._push(node)
+
+    def _push(self, node: int) -> None:
+        pool = self.node_pool[node]
+        heap = self.buckets[pool][self.free_whole[node]]
+        heappush(heap, node)
+        if len(heap) > 2 * len(self.pool_nodes[pool]) + 16:
+            heap[:] = self.bucket_nodes(pool, self.free_whole[node])
+
+    def first_in_bucket(self, pool: int, free: int) -> int:
+        """The lowest-index up node of ``pool`` with exactly ``free`` wholly free GPUs, or -1."""
+        heap = self.buckets[pool][free]
+        fw, up = self.free_whole, self.node_up
+        while heap:
+            node = heap[0]
+            if fw[node] == free and up[node]:
+                return node
+            heappop(heap)
+        return -1
+
+    def bucket_nodes(self, pool: int, free: int) -> list[int]:
+        """All up nodes of ``pool`` with exactly ``free`` wholly free GPUs, by index."""
+        fw, up = self.free_whole, self.node_up
+        return sorted({n for n in self.buckets[pool][free] if fw[n] == free and up[n]})
+
+    def _refresh_partial(self, node: int) -> None:
+        partial = self.partial_nodes[self.node_pool[node]]
+        if any(0 < f < WHOLE for f in self.free_milli[node]):
+            partial[node] = None
+        else:
+            partial.pop(node, None)
+
+    def allocate(self, placement: Placement, milli: int, cpus: float, memory_mib: float) -> None:
+        """Take ``milli`` of each listed GPU and the job's CPUs/memory, split over its nodes in
+        proportion to its GPUs there. Raises :class:`OverCommitError` (changing nothing) if any
+        of it is not free or a node is down."""
+        total = sum(len(g) for _, g in placement) or 1
+        for node, gpu_ids in placement:
+            if not self.node_up[node]:
+                raise OverCommitError(f"node {self.node_names[node]} is down")
+            fm = self.free_milli[node]
+            for g in gpu_ids:
+                if fm[g] < milli:
+                    raise OverCommitError(
+                        f"GPU {g} of node {self.node_names[node]} has {fm[g]} free, {milli} asked"
+                    )
+            if len(set(gpu_ids)) != len(gpu_ids):
+                raise OverCommitError(f"GPU listed twice on node {self.node_names[node]}")
+            share = (len(gpu_ids) or total) / total
+            if self.free_cpus[node] < cpus * share - 1e-9 or (
+                self.free_mem[node] < memory_mib * share - 1e-9
+            ):
+                raise OverCommitError(f"node {self.node_names[node]} lacks CPUs or memory")
+        for node, gpu_ids in placement:
+            fm = self.free_milli[node]
+            whole_taken = 0
+            for g in gpu_ids:
+                if fm[g] == WHOLE:
+                    whole_taken += 1
+                fm[g] -= milli
+            share = (len(gpu_ids) or total) / total
+            self.free_cpus[node] -= cpus * share
+            self.free_mem[node] -= memory_mib * share
+            self.pool_used_milli[self.node_pool[node]] += milli * len(gpu_ids)
+            self._move(node, self.free_whole[node] - whole_taken)
+            if milli != WHOLE:
+                self._refresh_partial(node)
+        if self._undo is not None:
+            self._undo.append((True, placement, milli, cpus, memory_mib))
+
+    def release(self, placement: Placement, milli: int, cpus: float, memory_mib: float) -> None:
+        """Give back what :meth:`allocate` took with the same arguments."""
+        if self._undo is not None:
+            self._undo.append((False, placement, milli, cpus, memory_mib))
+        total = sum(len(g) for _, g in placement) or 1
+        for node, gpu_ids in placement:
+            fm = self.free_milli[node]
+            whole_back = 0
+            for g in gpu_ids:
+                fm[g] += milli
+                if fm[g] > WHOLE:
+                    raise OverCommitError(f"GPU {g} of {self.node_names[node]} released twice")
+                if fm[g] == WHOLE:
+                    whole_back += 1
+            share = (len(gpu_ids) or total) / total
+            self.free_cpus[node] = min(self.cpu_cap[node], self.free_cpus[node] + cpus * share)
+            self.free_mem[node] = min(self.mem_cap[node], self.free_mem[node] + memory_mib * share)
+            self.pool_used_milli[self.node_pool[node]] -= milli * len(gpu_ids)
+            self._move(node, self.free_whole[node] + whole_back)
+            if milli != WHOLE:
+                self._refresh_partial(node)
+
+    def set_node_up(self, node: int, up: bool) -> None:
+        """Mark a node failed or repaired. A failed node must hold no allocation."""
+        if self.node_up[node] == up:
+            return
+        pool = self.node_pool[node]
+        if not up and (
+            self.free_whole[node] != self.node_gpus[node]
+            or any(f != WHOLE for f in self.free_milli[node])
+        ):
+            raise OverCommitError(f"node {self.node_names[node]} failed while holding jobs")
+        self.node_up[node] = up
+        if up:
+            self._push(node)
+            self.pool_up_gpus[pool] += self.node_gpus[node]
+        else:
+            self.pool_up_gpus[pool] -= self.node_gpus[node]
+
+    @contextmanager
+    def tentative(self) -> Iterator[ClusterState]:
+        """Allocations and releases made inside the block are undone when it exits (also on
+        error), so the state afterwards equals the state before."""
+        if self._undo is not None:
+            raise RuntimeError("tentative() blocks do not nest")
+        self._undo = []
+        try:
+            yield self
+        finally:
+            undo, self._undo = self._undo, None
+            for was_allocate, placement, milli, cpus, mem in reversed(undo):
+                if was_allocate:
+                    self.release(placement, milli, cpus, mem)
+                else:
+                    self.allocate(placement, milli, cpus, mem)
+
+    def busy_gpus(self, pool: int) -> float:
+        return self.pool_used_milli[pool] / WHOLE
+
+    def holders_check(self) -> Sequence[int]:
+        """Free whole-GPU count per node (for tests and invariant checks)."""
+        return tuple(self.free_whole)

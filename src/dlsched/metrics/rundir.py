@@ -1,0 +1,66 @@
+"""The run directory: ``jobs.parquet``, ``timeline.parquet``, ``config.json``, ``summary.json``.
+
+A run directory is written whole or not at all: files go to a fresh sibling directory that is
+renamed into place at the end, so a crash never leaves a half-written run behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+RUN_FILES = ("jobs.parquet", "timeline.parquet", "config.json", "summary.json")
+
+
+def write_run(
+    out: str | Path,
+    jobs: pa.Table,
+    timeline: pa.Table,
+    summary: dict[str, Any],
+    config: dict[str, Any],
+) -> Path:
+    """Write a run directory atomically, replacing any previous run at ``out``."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        pq.write_table(jobs, tmp / "jobs.parquet")
+        pq.write_table(timeline, tmp / "timeline.parquet")
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        old = None
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / out.name)
+        os.replace(tmp, out)
+        if old is not None:
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+class RunDirError(ValueError):
+    """A directory is not a complete dlsched run."""
+
+
+def read_summary(run: str | Path) -> dict[str, Any]:
+    """The summary of a run directory; a clear error when it is not one."""
+    path = Path(run) / "summary.json"
+    if not path.is_file():
+        raise RunDirError(f"{run}: not a dlsched run directory (no summary.json)")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}: invalid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: expected a JSON object")
+    return data

@@ -1,0 +1,81 @@
+"""The headline figures of a run (``summary.json``), computed from its per-job table."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+
+def _stat(values: np.ndarray, fn: str) -> float | None:
+    if values.size == 0:
+        return None
+    if fn == "mean":
+        return float(np.mean(values))
+    return float(np.percentile(values, {"median": 50, "p95": 95, "p99": 99}[fn]))
+
+
+def summarize(
+    jobs: pa.Table,
+    total_gpus: int,
+    policy: str,
+    placement: str,
+    sim_wall_s: float,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Summary of the finished jobs of a run. Times in seconds; utilization is GPU-time held
+    (including restore stalls) over total GPUs × makespan, where the makespan runs from the
+    first submission to the last completion. Statistics of an empty set are null."""
+    status = jobs.column("status").to_numpy(zero_copy_only=False)
+    done = status == "finished"
+    col = {
+        name: jobs.column(name).to_numpy(zero_copy_only=False)
+        for name in ("submit_s", "first_start_s", "end_s", "jct_s", "queue_s", "run_time_s")
+    }
+    jct = col["jct_s"][done]
+    queue = col["queue_s"][done]
+    run = col["run_time_s"][done]
+    gpu_s = jobs.column("gpu_seconds").to_numpy()[done]
+    if done.any():
+        makespan = float(np.max(col["end_s"][done]) - np.min(col["submit_s"][done]))
+    else:
+        makespan = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(run > 0, jct / run, np.nan)
+    slowdown = slowdown[np.isfinite(slowdown)]
+    reasons = jobs.column("reason").to_pylist()
+    set_aside = Counter(r for r, d in zip(reasons, done, strict=True) if not d and r)
+    util = float(gpu_s.sum() / (total_gpus * makespan)) if makespan > 0 and total_gpus else None
+    summary: dict[str, Any] = {
+        "policy": policy,
+        "placement": placement,
+        "jobs": int(done.sum()),
+        "jobs_in_trace": jobs.num_rows,
+        "jobs_set_aside": int((~done).sum()),
+        "set_aside_reasons": dict(sorted(set_aside.items())),
+        "avg_jct_s": _stat(jct, "mean"),
+        "median_jct_s": _stat(jct, "median"),
+        "p95_jct_s": _stat(jct, "p95"),
+        "p99_jct_s": _stat(jct, "p99"),
+        "avg_queue_s": _stat(queue, "mean"),
+        "median_queue_s": _stat(queue, "median"),
+        "p95_queue_s": _stat(queue, "p95"),
+        "makespan_s": makespan,
+        "gpu_utilization": util,
+        "avg_slowdown": _stat(slowdown, "mean"),
+        "preemptions": int(jobs.column("preemptions").to_numpy()[done].sum()),
+        "restarts": int(jobs.column("restarts").to_numpy()[done].sum()),
+        "gpu_seconds": float(gpu_s.sum()),
+        "lost_gpu_seconds": float(jobs.column("lost_gpu_seconds").to_numpy()[done].sum()),
+        "total_gpus": total_gpus,
+        "sim_wall_s": sim_wall_s,
+    }
+    if extra:
+        summary.update(extra)
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+        for k, v in summary.items()
+    }

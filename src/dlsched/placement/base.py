@@ -1,0 +1,78 @@
+"""The placer interface: where on the cluster a job of a given demand runs.
+
+A placer is asked for one job at a time, inside a scheduling cycle, against the cluster state as
+the cycle has tentatively changed it so far. It returns a :data:`Placement` that fits the free
+resources of ``pool`` right now, or None when the job cannot be placed now. It must not change
+the state (the cycle applies placements), and for a fixed seed it is deterministic.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
+
+
+class Placer(ABC):
+    """Chooses nodes and GPUs for one job. Subclasses set ``name`` and implement :meth:`place`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    @abstractmethod
+    def place(self, state: ClusterState, pool: int, demand: Demand) -> Placement | None:
+        """A placement of ``demand`` on free resources of ``pool``, or None if none exists now."""
+
+
+def whole_gpus(state: ClusterState, node: int, k: int) -> tuple[int, ...]:
+    """The first ``k`` wholly free GPU indices of ``node`` (caller checked there are k)."""
+    out: list[int] = []
+    for g, free in enumerate(state.free_milli[node]):
+        if free == WHOLE:
+            out.append(g)
+            if len(out) == k:
+                break
+    return tuple(out)
+
+
+def fits_node(state: ClusterState, node: int, demand: Demand, gpus_here: int) -> bool:
+    """Whether ``node`` has the type, CPUs and memory for ``gpus_here`` of the job's GPUs."""
+    if not state.node_matches(node, demand):
+        return False
+    share = gpus_here / demand.gpus if demand.gpus else 1.0
+    return state.node_fits_extras(node, demand.cpus * share, demand.memory_mib * share)
+
+
+def place_cpu_only(state: ClusterState, pool: int, demand: Demand) -> Placement | None:
+    """Best fit on CPUs for a job with no GPU: the up node with the fewest free CPUs that fits."""
+    best, best_free = -1, float("inf")
+    for node in state.pool_nodes[pool]:
+        if state.node_up[node] and state.node_fits_extras(node, demand.cpus, demand.memory_mib):
+            free = state.free_cpus[node]
+            if free < best_free:
+                best, best_free = node, free
+    return ((best, ()),) if best >= 0 else None
+
+
+def place_fraction(state: ClusterState, pool: int, demand: Demand) -> Placement | None:
+    """Best fit for a share of one GPU: the partly used GPU with the least share left that fits;
+    failing that, a whole GPU on the node with the fewest wholly free GPUs."""
+    best: tuple[int, int] | None = None
+    best_left = WHOLE + 1
+    for node in state.partial_nodes[pool]:
+        if not state.node_up[node] or not fits_node(state, node, demand, 1):
+            continue
+        for g, free in enumerate(state.free_milli[node]):
+            if demand.milli <= free < WHOLE and free < best_left:
+                best, best_left = (node, g), free
+    if best is not None:
+        return ((best[0], (best[1],)),)
+    for k in range(1, len(state.buckets[pool])):
+        for node in state.bucket_nodes(pool, k):
+            if fits_node(state, node, demand, 1):
+                return ((node, whole_gpus(state, node, 1)),)
+    return None

@@ -1,0 +1,22 @@
+"""Placers by name (see :mod:`dlsched.registry`)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from dlsched.placement.base import Placer
+from dlsched.registry import discover
+
+
+@cache
+def placers() -> dict[str, type[Placer]]:
+    """All placer classes by name."""
+    return discover("dlsched.placement", Placer)  # type: ignore[type-abstract]
+
+
+def create_placer(name: str, seed: int = 0) -> Placer:
+    """A placer instance; seeded placers receive ``seed``."""
+    found = placers()
+    if name not in found:
+        raise ValueError(f"unknown placement {name!r}; available: {', '.join(sorted(found))}")
+    return found[name](seed=seed)

@@ -1,0 +1,49 @@
+"""The policy interface: which jobs should run, in what order of priority.
+
+An ordering policy implements only :meth:`Policy.key`: smaller keys run first. The scheduling
+cycle (``dlsched.scheduler.cycle``) turns keys into a :class:`~dlsched.scheduler.plan.Plan`
+with a placer. Policies see read-only job views, never the simulator or a back end.
+
+Contract:
+- ``key(job, now)`` is a pure function of the view and ``now``; ties must be broken inside the
+  key (e.g. by submit time and ``job.seq``) so runs are deterministic.
+- A non-preemptive policy's key must not change while the job waits (it is computed once, when
+  the job is queued). A preemptive policy's keys are recomputed every cycle over all active jobs.
+- ``interval`` is the round length in seconds for round-based policies (decisions only at
+  multiples of it), or None for event-driven ones (a cycle after every event time).
+- ``next_change(job, now)`` tells when a running job's key will next change on its own, so the
+  driver can wake up then instead of polling; None if never.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from dlsched.scheduler.view import JobView
+
+Key = tuple[float, ...]
+
+
+class Policy(ABC):
+    """Base of all ordering policies. Subclasses are (frozen) dataclasses holding options."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    preemptive: ClassVar[bool] = False
+
+    @property
+    def interval(self) -> float | None:
+        return None
+
+    @property
+    def backfill(self) -> bool:
+        """Non-preemptive only: may a later job start when an earlier one does not fit?"""
+        return False
+
+    @abstractmethod
+    def key(self, job: JobView, now: float) -> Key:
+        """Priority of ``job`` at ``now``; smaller runs first."""
+
+    def next_change(self, job: JobView, now: float) -> float | None:
+        return None

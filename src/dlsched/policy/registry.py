@@ -1,0 +1,23 @@
+"""Policies by name. Every module of ``dlsched.policy`` that defines a :class:`Policy` subclass
+with a ``name`` is found; see :mod:`dlsched.registry`."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from dlsched.policy.base import Policy
+from dlsched.registry import build, discover
+
+
+@cache
+def policies() -> dict[str, type[Policy]]:
+    """All policy classes by name."""
+    return discover("dlsched.policy", Policy)  # type: ignore[type-abstract]
+
+
+def create_policy(name: str, options: dict[str, str] | None = None) -> Policy:
+    """A policy instance from its name and text options; a clear error for unknown names."""
+    found = policies()
+    if name not in found:
+        raise ValueError(f"unknown policy {name!r}; available: {', '.join(sorted(found))}")
+    return build(found[name], options or {})

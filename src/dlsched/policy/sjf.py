@@ -1,0 +1,25 @@
+"""Shortest job first with the oracle run time (non-preemptive). Jobs without a known run time
+go last, in submit order."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dlsched.policy.base import Key, Policy
+from dlsched.scheduler.view import JobView
+
+
+@dataclass(frozen=True)
+class Sjf(Policy):
+    name = "sjf"
+    description = "shortest (oracle) run time first; non-preemptive"
+    allow_backfill: bool = False
+
+    @property
+    def backfill(self) -> bool:
+        return self.allow_backfill
+
+    def key(self, job: JobView, now: float) -> Key:
+        d = job.duration
+        return (math.inf if d is None else d, job.submit_time, job.seq)

@@ -1,0 +1,79 @@
+"""Discovery of plugins (policies, placers) by name: adding one is adding one module.
+
+Each module of a plugin package may define subclasses of the package's base class with a
+``name`` class attribute; :func:`discover` imports every module of the package and maps each name
+to its class. Nothing is registered at import time, so there is no global mutable registry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import types
+import typing
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def discover(package: str, base: type[T]) -> dict[str, type[T]]:
+    """Map ``name`` to class for every concrete subclass of ``base`` defined in ``package``."""
+    pkg = importlib.import_module(package)
+    found: dict[str, type[T]] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{package}.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if (
+                issubclass(obj, base)
+                and obj.__module__ == module.__name__
+                and not inspect.isabstract(obj)
+                and isinstance(getattr(obj, "name", None), str)
+            ):
+                name = obj.name  # type: ignore[attr-defined]
+                if name in found:
+                    raise RuntimeError(f"two {base.__name__} plugins are named {name!r}")
+                found[name] = obj
+    return found
+
+
+def _convert(text: str, annotation: Any, field: str) -> Any:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if annotation is bool:
+        low = text.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"option {field}: expected true/false, got {text!r}")
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        if text.lower() in ("none", ""):
+            return None
+        inner = next(a for a in args if a is not type(None))
+        return _convert(text, inner, field)
+    if origin is tuple:
+        inner = args[0] if args else str
+        return tuple(_convert(p.strip(), inner, field) for p in text.split(",") if p.strip())
+    try:
+        return annotation(text)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"option {field}: cannot read {text!r} as {annotation}") from exc
+
+
+def build(cls: type[T], options: dict[str, str]) -> T:
+    """Instantiate a dataclass plugin from text options, checking names and types."""
+    if not dataclasses.is_dataclass(cls):
+        if options:
+            raise ValueError(f"{cls.__name__} takes no options, got {sorted(options)}")
+        return cls()
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = set(options) - known
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {sorted(unknown)} for {cls.__name__}; known: {sorted(known)}"
+        )
+    kwargs = {k: _convert(v, hints[k], k) for k, v in options.items()}
+    return cls(**kwargs)

@@ -1,0 +1,206 @@
+"""The scheduling cycle: the one place where a policy and a placer meet.
+
+The :class:`Scheduler` keeps, per pool, the jobs waiting and running, and turns a policy's
+priorities into a :class:`Plan` for one pool at a time:
+
+- non-preemptive policies: waiting jobs sit in a heap by their (fixed) key; the cycle starts jobs
+  from the head while they fit. With head-of-line blocking (the default) the first job that does
+  not fit stops the cycle; with backfill the cycle tries every waiting job in key order.
+- preemptive policies: every cycle ranks all active (waiting and running) jobs of the pool by key
+  and admits them greedily while their GPU count fits the pool's healthy capacity; running jobs
+  not admitted are preempted and admitted waiting jobs are placed, in key order, on what is free
+  after those preemptions. An admitted job that cannot be placed (fragmentation) keeps waiting,
+  and a job chosen for preemption whose resources no new start took keeps running.
+
+The cycle tries placements on the live :class:`ClusterState` inside ``state.tentative()`` so the
+state is unchanged afterwards: the driver applies the plan. The scheduler's own bookkeeping (who
+waits, who runs) changes only through the ``on_*`` notifications a driver sends as it applies
+plans and sees events. Exception: a non-preemptive cycle removes the jobs it plans to start from
+its wait heap; a driver that cannot carry a start out must call :meth:`Scheduler.on_requeued`.
+"""
+
+from __future__ import annotations
+
+import math
+from heapq import heappop, heappush
+
+from dlsched.cluster.state import ClusterState, OverCommitError
+from dlsched.placement.base import Placer
+from dlsched.policy.base import Key, Policy
+from dlsched.scheduler.plan import EMPTY_PLAN, Plan, Start
+from dlsched.scheduler.view import JobView
+
+
+class PoolQueues:
+    """Waiting and running jobs of one pool, with the counters the recorder reads."""
+
+    __slots__ = ("active", "heap", "pending_gpus", "pending_jobs", "running_jobs")
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[Key, JobView]] = []
+        self.active: dict[JobView, None] = {}
+        self.pending_jobs = 0
+        self.pending_gpus = 0
+        self.running_jobs = 0
+
+
+class Scheduler:
+    """Composes one policy and one placer over the pools of one cluster state."""
+
+    def __init__(self, policy: Policy, placer: Placer, state: ClusterState) -> None:
+        self.policy = policy
+        self.placer = placer
+        self.state = state
+        self.pools = [PoolQueues() for _ in range(state.num_pools)]
+
+    # ---- notifications from the driver ---------------------------------------------------
+    def on_submitted(self, job: JobView, now: float) -> None:
+        """A job arrives (admitted: it can fit its pool when the pool is empty)."""
+        q = self.pools[job.pool]
+        q.pending_jobs += 1
+        q.pending_gpus += job.gpus
+        if self.policy.preemptive:
+            q.active[job] = None
+        else:
+            heappush(q.heap, (self.policy.key(job, now), job))
+
+    def on_started(self, job: JobView) -> None:
+        q = self.pools[job.pool]
+        q.pending_jobs -= 1
+        q.pending_gpus -= job.gpus
+        q.running_jobs += 1
+
+    def on_stopped(self, job: JobView, now: float) -> None:
+        """A running job was preempted or lost its node: it waits again."""
+        q = self.pools[job.pool]
+        q.running_jobs -= 1
+        q.pending_jobs += 1
+        q.pending_gpus += job.gpus
+        if not self.policy.preemptive:
+            heappush(q.heap, (self.policy.key(job, now), job))
+
+    def on_requeued(self, job: JobView, now: float) -> None:
+        """A planned start was not carried out (non-preemptive policies only)."""
+        if not self.policy.preemptive:
+            heappush(self.pools[job.pool].heap, (self.policy.key(job, now), job))
+
+    def on_finished(self, job: JobView) -> None:
+        q = self.pools[job.pool]
+        q.running_jobs -= 1
+        if self.policy.preemptive:
+            del q.active[job]
+
+    # ---- the cycle -----------------------------------------------------------------------
+    def cycle(self, pool: int, now: float) -> Plan:
+        """The plan for ``pool`` at ``now`` (see the module docstring for the semantics)."""
+        if self.policy.preemptive:
+            return self._preemptive_cycle(pool, now)
+        q = self.pools[pool]
+        if not q.heap or (self.state.pool_free_gpus(pool) <= 0 and not _has_cpu_only(q)):
+            return EMPTY_PLAN
+        if self.policy.backfill:
+            return self._backfill_cycle(pool)
+        return self._blocking_cycle(pool)
+
+    def _blocking_cycle(self, pool: int) -> Plan:
+        heap = self.pools[pool].heap
+        state, place = self.state, self.placer.place
+        starts: list[Start] = []
+        with state.tentative():
+            while heap:
+                job = heap[0][1]
+                d = job.demand
+                placement = place(state, pool, d)
+                if placement is None:
+                    break
+                state.allocate(placement, d.milli, d.cpus, d.memory_mib)
+                heappop(heap)
+                starts.append(Start(job, placement))
+        return Plan(tuple(starts)) if starts else EMPTY_PLAN
+
+    def _backfill_cycle(self, pool: int) -> Plan:
+        heap = self.pools[pool].heap
+        state, place = self.state, self.placer.place
+        starts: list[Start] = []
+        skipped: list[tuple[Key, JobView]] = []
+        with state.tentative():
+            while heap:
+                free = state.pool_free_gpus(pool)
+                if free <= 0 and heap[0][1].gpus > 0:
+                    break
+                entry = heappop(heap)
+                job = entry[1]
+                d = job.demand
+                placement = None
+                if job.gpus <= free:
+                    placement = place(state, pool, d)
+                if placement is None:
+                    skipped.append(entry)
+                    continue
+                state.allocate(placement, d.milli, d.cpus, d.memory_mib)
+                starts.append(Start(job, placement))
+        for entry in skipped:
+            heappush(heap, entry)
+        return Plan(tuple(starts)) if starts else EMPTY_PLAN
+
+    def _preemptive_cycle(self, pool: int, now: float) -> Plan:
+        q = self.pools[pool]
+        if not q.active:
+            return EMPTY_PLAN
+        policy, state = self.policy, self.state
+        ranked = sorted(q.active, key=lambda j: policy.key(j, now))
+        capacity = float(state.pool_up_gpus[pool])
+        admitted: list[JobView] = []
+        preempts: list[JobView] = []
+        for job in ranked:
+            need = job.gpus * job.demand.milli / 1000
+            if need <= capacity:
+                admitted.append(job)
+                capacity -= need
+            elif job.running:
+                preempts.append(job)
+        starts: list[Start] = []
+        with state.tentative():
+            for job in preempts:
+                d = job.demand
+                assert job.placement is not None
+                state.release(job.placement, d.milli, d.cpus, d.memory_mib)
+            for job in admitted:
+                if job.running:
+                    continue
+                d = job.demand
+                placement = self.placer.place(state, pool, d)
+                if placement is None:
+                    continue
+                state.allocate(placement, d.milli, d.cpus, d.memory_mib)
+                starts.append(Start(job, placement))
+            kept = [job for job in preempts if _still_free(state, job)]
+        if kept:
+            preempts = [job for job in preempts if job not in kept]
+            admitted.extend(kept)
+        wake = math.inf
+        running_after = [j for j in admitted if j.running] + [s.job for s in starts]
+        for job in running_after:
+            t = policy.next_change(job, now)
+            if t is not None and t < wake:
+                wake = t
+        return Plan(tuple(starts), tuple(preempts), None if wake == math.inf else wake)
+
+
+def _still_free(state: ClusterState, job: JobView) -> bool:
+    """Whether a job chosen for preemption could keep its resources: nothing placed since took
+    them. Takes them back (inside the tentative block) when so."""
+    d = job.demand
+    assert job.placement is not None
+    for node, gpus in job.placement:
+        if not state.node_up[node] or any(state.free_milli[node][g] < d.milli for g in gpus):
+            return False
+    try:
+        state.allocate(job.placement, d.milli, d.cpus, d.memory_mib)
+    except OverCommitError:
+        return False
+    return True
+
+
+def _has_cpu_only(q: PoolQueues) -> bool:
+    return bool(q.heap) and q.heap[0][1].gpus == 0

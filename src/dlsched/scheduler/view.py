@@ -1,0 +1,41 @@
+"""What policies may see of a job: a read-only view (no copies, no mutation)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from dlsched.cluster.state import Demand, Placement
+
+
+class JobView(Protocol):
+    """A job as the scheduler sees it. ``duration`` is the oracle run time at the requested
+    allocation (None when unknown); ``estimate`` is a predictor's estimate, when one was made."""
+
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def submit_time(self) -> float: ...
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def demand(self) -> Demand: ...
+    @property
+    def duration(self) -> float | None: ...
+    @property
+    def estimate(self) -> float | None: ...
+    @property
+    def pool(self) -> int: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def placement(self) -> Placement | None: ...
+
+    def attained_service(self, now: float) -> float:
+        """GPU-seconds held so far, including the current run."""
+        ...
+
+    def remaining_time(self, now: float) -> float:
+        """Oracle time still needed at the current (or requested) rate; inf if unknown."""
+        ...

@@ -1,0 +1,69 @@
+"""Configuration of one simulation run: nested frozen dataclasses, each part given only to the
+component that uses it. Everything needed to rerun is here (plus the trace and cluster)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """Preemption costs, charged as a stall (GPUs held, no progress) when the job resumes:
+    ``one_gpu_s`` for 1 GPU, ``node_s`` up to ``node_gpus`` GPUs, ``multi_node_s`` beyond
+    (defaults: the Helios evaluation's 7 s / 30 s / 60 s). ``interval_s`` is how often a running
+    job checkpoints on its own; a node failure loses the progress since the last one (0 = never,
+    so a failure loses the whole current run)."""
+
+    one_gpu_s: float = 7.0
+    node_s: float = 30.0
+    multi_node_s: float = 60.0
+    node_gpus: int = 8
+    interval_s: float = 3600.0
+
+    def cost(self, gpus: int) -> float:
+        if gpus <= 1:
+            return self.one_gpu_s
+        return self.node_s if gpus <= self.node_gpus else self.multi_node_s
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Node failures. Either from a file (CSV ``node,fail_time,repair_time``) or drawn per node
+    from exponential times between failures (``mtbf_s``) and to repair (``mttr_s``), seeded.
+    Both None/empty: no failures."""
+
+    file: str | None = None
+    mtbf_s: float | None = None
+    mttr_s: float = 3600.0
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.file) or self.mtbf_s is not None
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One run. ``use_partitions``: jobs run only in their trace's VC (Helios semantics).
+    ``timeline_step_s``: sampling period of timeline.parquet. ``every_round``: run round-based
+    policies at every round even when nothing changed (slow; for checking the event-skipping)."""
+
+    policy: str = "fifo"
+    policy_options: dict[str, str] = field(default_factory=dict)
+    placement: str = "consolidate"
+    seed: int = 0
+    use_partitions: bool = True
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    timeline_step_s: float = 60.0
+    every_round: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SimConfig:
+        data = dict(data)
+        ckpt = CheckpointConfig(**data.pop("checkpoint", {}))
+        faults = FaultConfig(**data.pop("faults", {}))
+        return cls(checkpoint=ckpt, faults=faults, **data)

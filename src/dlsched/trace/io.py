@@ -1,0 +1,118 @@
+"""Parquet storage of a :class:`Trace`: the canonical schema plus ``source`` and ``origin_unix``.
+
+Parquet has no lines; errors about a stored trace give the 1-based row number in the ``line``
+field of :class:`RowError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dlsched.trace.checks import bad_rows_error, check_rows
+from dlsched.trace.errors import RowError, TraceError
+from dlsched.trace.schema import SCHEMA, Trace, sort_by_submit
+
+SOURCE_KEY = b"dlsched.source"
+ORIGIN_KEY = b"dlsched.origin_unix"
+
+
+def write_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write ``trace`` to ``path`` atomically.
+
+    The file is written to a temporary name in the same directory and renamed over ``path`` only
+    when complete, so ``path`` is either the old file or the whole new one, never a partial write.
+    ``trace.source`` and ``trace.origin_unix`` are kept in the schema metadata.
+    """
+    target = Path(path)
+    metadata = dict(SCHEMA.metadata or {})
+    metadata[SOURCE_KEY] = trace.source.encode()
+    if trace.origin_unix is not None:
+        metadata[ORIGIN_KEY] = repr(float(trace.origin_unix)).encode()
+    table = trace.table.replace_schema_metadata(metadata)
+    # A fresh hidden name beside the target: os.replace is atomic only within one file system.
+    # (mkstemp would leave the final file readable by its owner only.)
+    tmp_name = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    try:
+        pq.write_table(table, tmp_name)
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+
+
+def read_parquet(path: str | os.PathLike[str]) -> Trace:
+    """Read a trace written by :func:`write_parquet`.
+
+    Raises TraceError when the file is not a Parquet file, when its schema is not the canonical
+    one (naming every differing field), or when any row breaks the shared row checks.
+    """
+    trace, _, _ = read_parquet_checked(path, skip_bad_rows=False)
+    return trace
+
+
+def read_parquet_checked(
+    path: str | os.PathLike[str], skip_bad_rows: bool
+) -> tuple[Trace, int, tuple[RowError, ...]]:
+    """Read and check a canonical Parquet trace: ``(trace, rows read, rejected rows)``.
+
+    Without ``skip_bad_rows`` any rejected row raises TraceError; with it the trace holds the
+    accepted rows.
+    """
+    name = str(path)
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise TraceError(f"{name}: no such file") from None
+    except (OSError, pa.ArrowException) as e:
+        raise TraceError(f"{name}: not a readable Parquet file: {e}") from None
+    _check_schema(name, table.schema)
+    metadata = table.schema.metadata or {}
+    source = metadata.get(SOURCE_KEY, name.encode()).decode()
+    origin_text = metadata.get(ORIGIN_KEY)
+    try:
+        origin = None if origin_text is None else float(origin_text.decode())
+    except ValueError:
+        raise TraceError(f"{name}: metadata {ORIGIN_KEY.decode()} is not a number") from None
+    table = table.select(list(SCHEMA.names)).cast(SCHEMA)
+    rows = range(1, table.num_rows + 1)
+    keep, errors = check_rows(table, name, rows, place="row")
+    if errors and not skip_bad_rows:
+        raise bad_rows_error(name, table.num_rows, errors)
+    if errors:
+        table = table.filter(pa.array(keep))
+    return Trace(sort_by_submit(table), source, origin), len(rows), errors
+
+
+def _check_schema(path: str, schema: pa.Schema) -> None:
+    """Every canonical field, with its type and nullability, and nothing else (order is free)."""
+    problems: list[str] = []
+    for field in SCHEMA:
+        indices = schema.get_all_field_indices(field.name)
+        if not indices:
+            problems.append(f"field {field.name!r}: missing")
+            continue
+        if len(indices) > 1:
+            problems.append(f"field {field.name!r}: appears {len(indices)} times")
+            continue
+        found = schema.field(indices[0])
+        if not found.type.equals(field.type):
+            problems.append(f"field {field.name!r}: type {found.type}, expected {field.type}")
+        elif found.nullable and not field.nullable:
+            problems.append(f"field {field.name!r}: nullable, expected non-nullable")
+    problems.extend(
+        f"field {name!r}: not a canonical field"
+        for name in schema.names
+        if name not in SCHEMA.names
+    )
+    if problems:
+        raise TraceError(
+            f"{path}: not a dlsched trace, its schema differs from the canonical one:\n  "
+            + "\n  ".join(problems)
+        )

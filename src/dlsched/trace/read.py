@@ -1,0 +1,137 @@
+"""Read any supported trace file into a checked :class:`Trace`.
+
+Reading is strict: every rejected row is reported with its file line and field, nothing is
+coerced or dropped silently. Blank lines hold no job and are skipped; they are not counted as rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from dlsched.trace.checks import bad_rows_error, check_rows
+from dlsched.trace.errors import RowError, TraceError
+from dlsched.trace.io import read_parquet_checked
+from dlsched.trace.readers import CSV_FORMATS, FORMAT_NAMES, CsvFormat
+from dlsched.trace.readers.records import LineTrackingReader, parse_records
+from dlsched.trace.schema import Trace, sort_by_submit
+
+PARQUET_SUFFIX = ".parquet"
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """The accepted rows of a file, how many data rows it had, and why the others were rejected.
+
+    ``len(trace) + len(errors) == rows_read`` always holds: each rejected row has one error.
+    """
+
+    trace: Trace
+    rows_read: int
+    errors: tuple[RowError, ...]
+    format: str
+
+
+def read_trace(
+    path: str | os.PathLike[str], format: str | None = None, skip_bad_rows: bool = False
+) -> ReadResult:
+    """Read a trace file of any known format (see :data:`FORMAT_NAMES`).
+
+    ``format=None`` detects it: a ``.parquet`` file is a canonical trace written by
+    ``write_parquet``; a CSV file's format is recognized from its header columns. Without
+    ``skip_bad_rows`` any rejected row raises TraceError listing ``file:line: field: reason`` for
+    each; with it, the result holds the accepted rows and every error. A file-level problem
+    (unreadable, empty, unrecognized header, missing or unexpected column) always raises
+    TraceError. The trace is sorted by submit time (stable).
+    """
+    if format is not None and format not in FORMAT_NAMES:
+        raise TraceError(
+            f"unknown trace format {format!r}; known formats: {', '.join(FORMAT_NAMES)}"
+        )
+    name = str(path)
+    if Path(path).suffix.lower() == PARQUET_SUFFIX:
+        if format not in (None, "canonical"):
+            raise TraceError(f"{name}: a Parquet file is a canonical trace, not {format!r}")
+        trace, rows_read, errors = read_parquet_checked(path, skip_bad_rows)
+        return ReadResult(trace, rows_read, errors, "canonical")
+    return _read_csv(name, format, skip_bad_rows)
+
+
+def detect_format(path: str, header: Iterable[str]) -> CsvFormat:
+    """The CSV format whose columns ``header`` matches; TraceError if none or several do."""
+    columns = frozenset(header)
+    matches = [f for f in CSV_FORMATS.values() if f.matches(columns)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        names = ", ".join(f.name for f in matches)
+        raise TraceError(f"{path}: header matches several formats ({names}); pass the format")
+    known = "\n".join(f"  {f.describe()}" for f in CSV_FORMATS.values())
+    raise TraceError(
+        f"{path}: unrecognized header, columns {', '.join(header)}; known formats:\n{known}"
+    )
+
+
+def _read_csv(path: str, format: str | None, skip_bad_rows: bool) -> ReadResult:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            try:
+                first = next(reader, None)
+                if first is None:
+                    raise TraceError(f"{path}: empty file, expected a header line")
+                header = [column.strip() for column in first]
+                fmt = CSV_FORMATS[format] if format else detect_format(path, header)
+                _check_header(path, header, fmt)
+                records = LineTrackingReader(reader, lambda: reader.line_num)
+                parsed = parse_records(path, iter(records), header, fmt)
+            except csv.Error as e:
+                raise TraceError(f"{path}:{reader.line_num}: unreadable CSV: {e}") from None
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+
+    table, origin = parsed.parser.finish(parsed.table)
+    keep, checked = check_rows(table, path, parsed.lines, fmt.gpu_jobs_note)
+    checked = tuple(dataclasses.replace(e, field=fmt.file_column(e.field)) for e in checked)
+    errors = tuple(sorted(parsed.errors + checked, key=lambda e: e.line))
+    if errors and not skip_bad_rows:
+        raise bad_rows_error(path, parsed.rows_read, errors)
+    if checked:
+        table = table.filter(pa.array(keep))
+    trace = Trace(sort_by_submit(table), path, origin)
+    return ReadResult(trace, parsed.rows_read, errors, fmt.name)
+
+
+def _check_header(path: str, header: list[str], fmt: CsvFormat) -> None:
+    """Header problems reject the whole file: they are reported at line 1, one per column."""
+    problems: list[RowError] = []
+    seen: set[str] = set()
+    for column in header:
+        if column in seen:
+            problems.append(RowError(path, 1, column, "column appears more than once"))
+        seen.add(column)
+    allowed = set(fmt.required) | set(fmt.optional)
+    problems.extend(
+        RowError(path, 1, column, f"required column missing (format {fmt.name})")
+        for column in fmt.required
+        if column not in seen
+    )
+    problems.extend(
+        RowError(path, 1, column or "(empty)", f"unexpected column for format {fmt.name}")
+        for column in header
+        if column not in allowed
+    )
+    if problems:
+        missing = any(column not in seen for column in fmt.required)
+        note = f"; {fmt.missing_column_note}" if missing and fmt.missing_column_note else ""
+        raise TraceError(f"{path}: header does not fit format {fmt.name}{note}", tuple(problems))

@@ -1,0 +1,144 @@
+"""Pure functions from a :class:`Trace` to a new Trace: selections, sampling and time changes.
+
+None of them modifies its input. Selections keep the submit order (the input is sorted, and every
+selection keeps a subsequence), and they keep the times as they are: use :func:`rebase` to make the
+first kept job arrive at 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dlsched.trace.schema import Trace
+from dlsched.trace.walltime import parse_date_or_time
+
+_ABSOLUTE_TIMES = ("submit_time", "start_time", "end_time")
+
+
+def time_window(trace: Trace, start: float, end: float) -> Trace:
+    """The jobs submitted in ``[start, end)`` (seconds on the trace's own clock).
+
+    Raises ValueError when ``end < start``; ``end == start`` gives an empty trace.
+    """
+    if not start <= end:
+        raise ValueError(f"time window end {end} is before its start {start}")
+    submit = trace.column("submit_time")
+    keep = pc.and_(pc.greater_equal(submit, start), pc.less(submit, end))
+    return _with_table(trace, trace.table.filter(keep))
+
+
+def window_by_dates(trace: Trace, start: str, end: str) -> Trace:
+    """The jobs submitted from wall-clock ``start`` (inclusive) to ``end`` (exclusive).
+
+    Dates are ``YYYY-MM-DD`` (midnight) or ``YYYY-MM-DD HH:MM:SS``, read as UTC like the traces'
+    own wall times. Raises ValueError when the trace has no wall-clock origin (its format gave
+    only relative times) or a date does not parse.
+    """
+    if trace.origin_unix is None:
+        raise ValueError(
+            f"trace {trace.source!r} has no wall-clock origin; use time_window with seconds"
+        )
+    return time_window(
+        trace,
+        parse_date_or_time(start) - trace.origin_unix,
+        parse_date_or_time(end) - trace.origin_unix,
+    )
+
+
+def filter_vcs(trace: Trace, vcs: Iterable[str]) -> Trace:
+    """The jobs whose virtual cluster is one of ``vcs`` (jobs without a VC are dropped)."""
+    if isinstance(vcs, str):
+        raise TypeError("vcs must be a collection of VC names, not one string")
+    wanted = pa.array(sorted(set(vcs)), type=pa.string())
+    keep = pc.fill_null(pc.is_in(trace.column("vc"), value_set=wanted), False)
+    return _with_table(trace, trace.table.filter(keep))
+
+
+def gpu_jobs_only(trace: Trace) -> Trace:
+    """The jobs that ask for at least one GPU (drops CPU jobs and pods)."""
+    return _with_table(trace, trace.table.filter(pc.greater_equal(trace.column("num_gpus"), 1)))
+
+
+def subsample(
+    trace: Trace, *, fraction: float | None = None, n: int | None = None, seed: int = 0
+) -> Trace:
+    """A uniform random subset of the jobs, without replacement, in submit order.
+
+    Give exactly one of ``fraction`` (0..1; keeps ``round(fraction * len(trace))`` jobs) or ``n``
+    (0..len(trace)). The same ``seed`` and input always give the same subset.
+    """
+    total = len(trace)
+    if (fraction is None) == (n is None):
+        raise ValueError("give exactly one of fraction and n")
+    if fraction is not None:
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"fraction must be within 0..1, got {fraction}")
+        n = round(fraction * total)
+    assert n is not None
+    if not 0 <= n <= total:
+        raise ValueError(f"cannot keep {n} of {total} jobs")
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(total, size=n, replace=False))
+    return _with_table(trace, trace.table.take(pa.array(chosen, type=pa.int64())))
+
+
+def scale_time(trace: Trace, submit_factor: float = 1.0, duration_factor: float = 1.0) -> Trace:
+    """Multiply submit times by ``submit_factor`` and run times by ``duration_factor``.
+
+    ``submit_factor < 1`` packs the arrivals closer (a heavier load); ``duration_factor`` scales
+    ``duration`` and any ``work`` counted in seconds (work in iterations, samples or epochs is a
+    job's size, not a time, and is kept). Factors must be finite and positive. When any factor is
+    not 1, the original cluster's ``start_time``/``end_time`` no longer describe the trace and
+    become null; when ``submit_factor`` is not 1 the wall-clock origin no longer maps submit times
+    to dates and becomes None.
+    """
+    for name, factor in (("submit_factor", submit_factor), ("duration_factor", duration_factor)):
+        if not (math.isfinite(factor) and factor > 0):
+            raise ValueError(f"{name} must be finite and positive, got {factor}")
+    if submit_factor == 1.0 and duration_factor == 1.0:
+        return trace
+    table = trace.table
+    n = table.num_rows
+    work = table.column("work")
+    in_seconds = pc.fill_null(pc.equal(table.column("work_unit"), "seconds"), False)
+    columns = {
+        "submit_time": pc.multiply(table.column("submit_time"), submit_factor),
+        "duration": pc.multiply(table.column("duration"), duration_factor),
+        "work": pc.if_else(in_seconds, pc.multiply(work, duration_factor), work),
+        "start_time": pa.nulls(n, pa.float64()),
+        "end_time": pa.nulls(n, pa.float64()),
+    }
+    origin = trace.origin_unix if submit_factor == 1.0 else None
+    return dataclasses.replace(trace, table=_set_columns(table, columns), origin_unix=origin)
+
+
+def rebase(trace: Trace) -> Trace:
+    """Shift all times so that the first job is submitted at 0; the origin moves with them."""
+    if len(trace) == 0:
+        return trace
+    shift = float(trace.column("submit_time")[0].as_py())
+    if shift == 0.0:
+        return trace
+    table = trace.table
+    columns = {name: pc.subtract(table.column(name), shift) for name in _ABSOLUTE_TIMES}
+    origin = None if trace.origin_unix is None else trace.origin_unix + shift
+    return dataclasses.replace(trace, table=_set_columns(table, columns), origin_unix=origin)
+
+
+def _set_columns(table: pa.Table, columns: dict[str, pa.ChunkedArray | pa.Array]) -> pa.Table:
+    for name, values in columns.items():
+        table = table.set_column(
+            table.schema.get_field_index(name), table.schema.field(name), values
+        )
+    return table
+
+
+def _with_table(trace: Trace, table: pa.Table) -> Trace:
+    """``trace`` with a new table (already sorted), same source and origin."""
+    return dataclasses.replace(trace, table=table)
