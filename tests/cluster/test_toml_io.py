@@ -118,7 +118,10 @@ GROUP0 = 'name = "c"\n[[nodes]]\ncount = 1\ngpus = 8\n'
         ('name = "c"\nnodes = []\n', ["bad.toml: nodes", "non-empty array"]),
         ('name = "c"\n', ["bad.toml: nodes", "missing", "[[nodes]]"]),
         ("[[nodes]]\ncount = 1\ngpus = 8\n", ["bad.toml: name", "missing"]),
-        ('name = ""\n[[nodes]]\ncount = 1\ngpus = 8\n', ["top level.name", "non-empty"]),
+        (
+            'name = ""\n[[nodes]]\ncount = 1\ngpus = 8\n',
+            ["bad.toml: name: expected a non-empty string"],
+        ),
         (GROUP0.replace('"c"', '"c"\nnodez = 1'), ["top level", "unknown key 'nodez'"]),
         ('name = "c"\ndescription = 5\n[[nodes]]\ncount = 1\ngpus = 1\n', ["description"]),
         ("name = \n", ["bad.toml", "not valid TOML"]),

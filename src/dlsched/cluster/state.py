@@ -98,6 +98,7 @@ class ClusterState:
         # Nodes with a GPU that is partly shared: candidates for fractional best fit.
         self.partial_nodes: list[dict[int, None]] = [{} for _ in range(npools)]
         self._undo: list[tuple[bool, Placement, int, float, float]] | None = None
+        self._fit_cache: dict[tuple[int, Demand], str | None] = {}
 
     # ---- queries -------------------------------------------------------------------------
     @property
@@ -120,6 +121,12 @@ class ClusterState:
 
     def can_ever_fit(self, pool: int, demand: Demand) -> str | None:
         """Why ``demand`` can never run in ``pool`` on a healthy, empty cluster, or None."""
+        key = (pool, demand)
+        if key not in self._fit_cache:
+            self._fit_cache[key] = self._why_never_fits(pool, demand)
+        return self._fit_cache[key]
+
+    def _why_never_fits(self, pool: int, demand: Demand) -> str | None:
         members = self.pool_nodes[pool]
         typed = [i for i in members if gpu_type_matches(demand.gpu_type, self.node_type[i])]
         if demand.gpus > 0 and not typed:
@@ -186,7 +193,9 @@ class ClusterState:
         """Take ``milli`` of each listed GPU and the job's CPUs/memory, split over its nodes in
         proportion to its GPUs there. Raises :class:`OverCommitError` (changing nothing) if any
         of it is not free or a node is down."""
-        total = sum(len(g) for _, g in placement) or 1
+        total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
+        total = total or 1
+        extras = cpus > 0 or memory_mib > 0
         for node, gpu_ids in placement:
             if not self.node_up[node]:
                 raise OverCommitError(f"node {self.node_names[node]} is down")
@@ -196,13 +205,14 @@ class ClusterState:
                     raise OverCommitError(
                         f"GPU {g} of node {self.node_names[node]} has {fm[g]} free, {milli} asked"
                     )
-            if len(set(gpu_ids)) != len(gpu_ids):
+            if len(gpu_ids) > 1 and len(set(gpu_ids)) != len(gpu_ids):
                 raise OverCommitError(f"GPU listed twice on node {self.node_names[node]}")
-            share = (len(gpu_ids) or total) / total
-            if self.free_cpus[node] < cpus * share - 1e-9 or (
-                self.free_mem[node] < memory_mib * share - 1e-9
-            ):
-                raise OverCommitError(f"node {self.node_names[node]} lacks CPUs or memory")
+            if extras:
+                share = (len(gpu_ids) or total) / total
+                if self.free_cpus[node] < cpus * share - 1e-9 or (
+                    self.free_mem[node] < memory_mib * share - 1e-9
+                ):
+                    raise OverCommitError(f"node {self.node_names[node]} lacks CPUs or memory")
         for node, gpu_ids in placement:
             fm = self.free_milli[node]
             whole_taken = 0
@@ -210,9 +220,10 @@ class ClusterState:
                 if fm[g] == WHOLE:
                     whole_taken += 1
                 fm[g] -= milli
-            share = (len(gpu_ids) or total) / total
-            self.free_cpus[node] -= cpus * share
-            self.free_mem[node] -= memory_mib * share
+            if extras:
+                share = (len(gpu_ids) or total) / total
+                self.free_cpus[node] -= cpus * share
+                self.free_mem[node] -= memory_mib * share
             self.pool_used_milli[self.node_pool[node]] += milli * len(gpu_ids)
             self._move(node, self.free_whole[node] - whole_taken)
             if milli != WHOLE:
@@ -224,7 +235,9 @@ class ClusterState:
         """Give back what :meth:`allocate` took with the same arguments."""
         if self._undo is not None:
             self._undo.append((False, placement, milli, cpus, memory_mib))
-        total = sum(len(g) for _, g in placement) or 1
+        total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
+        total = total or 1
+        extras = cpus > 0 or memory_mib > 0
         for node, gpu_ids in placement:
             fm = self.free_milli[node]
             whole_back = 0
@@ -234,9 +247,12 @@ class ClusterState:
                     raise OverCommitError(f"GPU {g} of {self.node_names[node]} released twice")
                 if fm[g] == WHOLE:
                     whole_back += 1
-            share = (len(gpu_ids) or total) / total
-            self.free_cpus[node] = min(self.cpu_cap[node], self.free_cpus[node] + cpus * share)
-            self.free_mem[node] = min(self.mem_cap[node], self.free_mem[node] + memory_mib * share)
+            if extras:
+                share = (len(gpu_ids) or total) / total
+                self.free_cpus[node] = min(self.cpu_cap[node], self.free_cpus[node] + cpus * share)
+                self.free_mem[node] = min(
+                    self.mem_cap[node], self.free_mem[node] + memory_mib * share
+                )
             self.pool_used_milli[self.node_pool[node]] -= milli * len(gpu_ids)
             self._move(node, self.free_whole[node] + whole_back)
             if milli != WHOLE:

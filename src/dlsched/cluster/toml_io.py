@@ -106,7 +106,7 @@ def _get(
     value = table[key]
     result = check(value)
     if result is None:
-        raise where.error(f"{at}.{key}", f"expected {expected}, got {value!r}")
+        raise where.error(f"{at}.{key}" if at else key, f"expected {expected}, got {value!r}")
     return result
 
 
@@ -228,7 +228,7 @@ def parse_cluster_toml(text: str, source: str = "<string>") -> ClusterSpec:
     problem = _unknown_keys(data, TOP_LEVEL_KEYS)
     if problem:
         raise where.error("top level", problem)
-    name = _get(data, "name", where, "top level", _text, "a non-empty string")
+    name = _get(data, "name", where, "", _text, "a non-empty string")
     if name is None:
         raise where.error("name", 'missing; expected a non-empty string, e.g. name = "my-cluster"')
     description = data.get("description", "")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from heapq import heappop, heappush
+from operator import itemgetter
 
 from dlsched.cluster.state import ClusterState, OverCommitError
 from dlsched.placement.base import Placer
@@ -113,9 +114,11 @@ class Scheduler:
                 placement = place(state, pool, d)
                 if placement is None:
                     break
-                state.allocate(placement, d.milli, d.cpus, d.memory_mib)
                 heappop(heap)
                 starts.append(Start(job, placement))
+                # Only the next job's placement needs to see this one (usually there is none).
+                if heap:
+                    state.allocate(placement, d.milli, d.cpus, d.memory_mib)
         return Plan(tuple(starts)) if starts else EMPTY_PLAN
 
     def _backfill_cycle(self, pool: int) -> Plan:
@@ -145,14 +148,17 @@ class Scheduler:
 
     def _preemptive_cycle(self, pool: int, now: float) -> Plan:
         q = self.pools[pool]
-        if not q.active:
+        # With nobody waiting, every active job runs and keeps running: nothing to decide, and
+        # no priority change can matter until a job arrives or stops (each triggers a cycle).
+        if q.pending_jobs == 0:
             return EMPTY_PLAN
         policy, state = self.policy, self.state
-        ranked = sorted(q.active, key=lambda j: policy.key(j, now))
+        keyed = [(policy.key(j, now), j) for j in q.active]
+        keyed.sort(key=itemgetter(0))
         capacity = float(state.pool_up_gpus[pool])
         admitted: list[JobView] = []
         preempts: list[JobView] = []
-        for job in ranked:
+        for _, job in keyed:
             need = job.gpus * job.demand.milli / 1000
             if need <= capacity:
                 admitted.append(job)
