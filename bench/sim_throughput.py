@@ -7,8 +7,8 @@ For each dataset this measures, each in a fresh subprocess (so peak memory is pe
   placement, no records): the floor for an event loop in Python.
 
 Datasets: (a) the bundled Philly VC 0e4a51 slice on 32x8; (b) all 82,247 Philly jobs on
-``philly-vcs`` (needs ../shared/traces); (c) a synthetic trace of N jobs (default 1,000,000) on
-16x8. Prints one JSON line per measurement and a Markdown table for bench/RESULTS.md.
+``philly-vcs`` (needs ../shared/traces); (c) a synthetic Philly-like trace of N jobs (default
+1,000,000) on 32x8. Prints one JSON line per measurement and a Markdown table for bench/RESULTS.md.
 
     python bench/sim_throughput.py [--datasets vc,philly,synthetic] [--synthetic-jobs N]
 """
@@ -41,7 +41,7 @@ def load(dataset: str, synthetic_jobs: int) -> tuple[Any, Any]:
     if dataset == "philly":
         return read_trace(PHILLY).trace, resolve_cluster("philly-vcs")
     if dataset == "synthetic":
-        return synthetic_trace(synthetic_jobs, seed=0), resolve_cluster("16x8")
+        return synthetic_trace(synthetic_jobs, seed=0), resolve_cluster("32x8")
     raise ValueError(f"unknown dataset {dataset!r}")
 
 

@@ -22,7 +22,8 @@ def compare(
     table = Table(title=f"ratios to {cmp.labels[0]}")
     table.add_column("metric")
     for label, s in zip(cmp.labels, cmp.summaries, strict=True):
-        table.add_column(f"{label}\n{s.get('policy', '?')}", justify="right")
+        policy = str(s.get("policy", "?"))
+        table.add_column(label if label == policy else f"{label}\n{policy}", justify="right")
     for key, title in COMPARED:
         cells = []
         for i, s in enumerate(cmp.summaries):

@@ -9,6 +9,7 @@ import typer
 
 from dlsched.cli.compare_cmd import compare
 from dlsched.cli.errors import user_errors
+from dlsched.cli.simulate_cmd import check_run_target
 from dlsched.runner import demo_experiments, run_experiment
 
 
@@ -21,7 +22,10 @@ def demo(
     SJF, SRTF and Tiresias, write a run directory for each, and compare them."""
     runs = []
     with user_errors():
-        for name, exp in demo_experiments():
+        experiments = demo_experiments()
+        for name, _ in experiments:
+            check_run_target(out / name)
+        for name, exp in experiments:
             result = run_experiment(exp, out / name)
             s = result.summary
             typer.echo(

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from dlsched.metrics.rundir import RunDirError
 from dlsched.trace.errors import TraceError
@@ -15,10 +16,18 @@ USER_ERRORS = (TraceError, RunDirError, ValueError, FileNotFoundError, IsADirect
 
 
 @contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn expected input errors into a message and exit status 2 (no traceback)."""
+def user_errors(bad_rows_hint: str | None = None) -> Iterator[None]:
+    """Turn expected input errors into a message and exit status 2 (no traceback).
+
+    The message is printed as given: never re-wrapped (a ``file:line`` must stay on one line)
+    and never read as rich markup (messages quote user text such as ``[optional: ...]``).
+    ``bad_rows_hint`` is added after a trace error that lists rejected rows.
+    """
     try:
         yield
     except USER_ERRORS as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        console = Console(stderr=True, soft_wrap=True, highlight=False)
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        if bad_rows_hint and isinstance(exc, TraceError) and exc.errors:
+            console.print(escape(bad_rows_hint))
         raise typer.Exit(2) from exc

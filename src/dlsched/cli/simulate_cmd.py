@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated
@@ -10,8 +11,14 @@ import typer
 
 from dlsched.cli.errors import user_errors
 from dlsched.cli.progress import job_progress
+from dlsched.metrics.rundir import RUN_FILES, RunDirError
+from dlsched.policy.registry import policies
 from dlsched.runner import Experiment, Selection, run_experiment
 from dlsched.sim.config import CheckpointConfig, FaultConfig, SimConfig
+from dlsched.trace.read import read_trace
+
+BAD_ROWS_HINT = "pass --skip-bad-rows to drop the rejected rows (their count is reported)"
+BACKFILL_OPTION = "allow_backfill"
 
 
 def parse_options(items: list[str]) -> dict[str, str]:
@@ -22,6 +29,41 @@ def parse_options(items: list[str]) -> dict[str, str]:
             raise ValueError(f"--policy-opt expects KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+def check_run_target(out: Path) -> None:
+    """Refuse an ``--out`` that exists and is not a run directory: writing a run replaces
+    whatever is at ``out``, and a directory holding anything else (``.``, a home directory, a
+    folder of results) must never be deleted for it. An empty directory may be replaced."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise RunDirError(f"--out {out}: exists and is not a directory; refusing to replace it")
+    others = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise RunDirError(
+            f"--out {out}: exists and is not a dlsched run directory (holds {shown}); "
+            "refusing to replace it"
+        )
+
+
+def _backfills(cls: type) -> bool:
+    return dataclasses.is_dataclass(cls) and any(
+        f.name == BACKFILL_OPTION for f in dataclasses.fields(cls)
+    )
+
+
+def check_backfill(policy: str) -> None:
+    """``--backfill`` exists only for the non-preemptive policies; say so by name (the policy's
+    own error would name an ``allow_backfill`` option the user never typed)."""
+    found = policies()
+    if policy not in found or _backfills(found[policy]):
+        return  # an unknown name is reported, with the valid ones, when the policy is built
+    able = sorted(name for name, cls in found.items() if _backfills(cls))
+    raise ValueError(
+        f"--backfill does not apply to policy {policy!r}; policies that backfill: {', '.join(able)}"
+    )
 
 
 def simulate(
@@ -68,10 +110,12 @@ def simulate(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Replay TRACE on CLUSTER under POLICY; write jobs, timeline, config and summary to OUT."""
-    with user_errors():
+    with user_errors(BAD_ROWS_HINT):
+        check_run_target(out)
         options = parse_options(policy_opt or [])
         if backfill:
-            options["allow_backfill"] = "true"
+            check_backfill(policy)
+            options[BACKFILL_OPTION] = "true"
         config = SimConfig(
             policy=policy,
             policy_options=options,
@@ -91,6 +135,13 @@ def simulate(
             submit_scale=submit_scale,
         )
         exp = Experiment(trace, cluster, config, selection, trace_format, skip_bad_rows)
+        if skip_bad_rows:
+            # The runner keeps only the accepted rows; read once more for the count to report.
+            skipped = read_trace(trace, trace_format, skip_bad_rows=True).errors
+            if skipped:
+                typer.echo(
+                    f"skipped {len(skipped)} bad rows of {trace}; first: {skipped[0]}", err=True
+                )
         with job_progress(f"simulating {policy}", progress) as bar:
             result = run_experiment(exp, out, progress=bar)
     s = result.summary

@@ -8,6 +8,8 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
+from dlsched.cluster.state import Demand
+
 JOBS_SCHEMA = pa.schema(
     [
         pa.field("job_id", pa.string()),
@@ -46,26 +48,27 @@ class FinishedJob(Protocol):
     lost_gpu_s: float
 
     @property
-    def demand(self) -> object: ...
+    def demand(self) -> Demand: ...
 
 
 class JobRecords:
     """Column buffers indexed by trace row; rows never admitted stay "set_aside" with a reason."""
 
     def __init__(self, n: int) -> None:
+        # Plain lists: item assignment costs far less than on numpy arrays, once per job.
         nan = math.nan
-        self.pool = np.full(n, -1, dtype=np.int32)
-        self.gpus = np.zeros(n, dtype=np.int32)
-        self.milli = np.full(n, 1000, dtype=np.int32)
-        self.submit = np.full(n, nan)
-        self.start = np.full(n, nan)
-        self.end = np.full(n, nan)
-        self.run_time = np.full(n, nan)
-        self.preemptions = np.zeros(n, dtype=np.int32)
-        self.restarts = np.zeros(n, dtype=np.int32)
-        self.gpu_s = np.zeros(n)
-        self.lost_gpu_s = np.zeros(n)
-        self.finished = np.zeros(n, dtype=bool)
+        self.pool = [-1] * n
+        self.gpus = [0] * n
+        self.milli = [1000] * n
+        self.submit = [nan] * n
+        self.start = [nan] * n
+        self.end = [nan] * n
+        self.run_time = [nan] * n
+        self.preemptions = [0] * n
+        self.restarts = [0] * n
+        self.gpu_s = [0.0] * n
+        self.lost_gpu_s = [0.0] * n
+        self.finished = [False] * n
         self.reasons: dict[int, str] = {}
 
     def set_aside(self, row: int, reason: str, gpus: int, submit: float) -> None:
@@ -77,7 +80,7 @@ class JobRecords:
         r = job.row
         self.pool[r] = job.pool
         self.gpus[r] = job.gpus
-        self.milli[r] = getattr(job.demand, "milli", 1000)
+        self.milli[r] = job.demand.milli
         self.submit[r] = job.submit_time
         self.start[r] = job.first_start
         self.end[r] = job.end
@@ -91,26 +94,30 @@ class JobRecords:
     def to_table(self, job_ids: list[str], pool_names: tuple[str, ...]) -> pa.Table:
         n = len(job_ids)
         names = np.array([*pool_names, None], dtype=object)
-        status = np.where(self.finished, FINISHED, SET_ASIDE).astype(object)
+        finished = np.array(self.finished, dtype=bool)
+        status = np.where(finished, FINISHED, SET_ASIDE).astype(object)
         reasons = [self.reasons.get(i) for i in range(n)] if self.reasons else [None] * n
+        submit = np.array(self.submit, dtype=np.float64)
+        start = np.array(self.start, dtype=np.float64)
+        end = np.array(self.end, dtype=np.float64)
         return pa.table(
             {
                 "job_id": pa.array(job_ids, pa.string()),
-                "partition": pa.array(names[self.pool], pa.string()),
+                "partition": pa.array(names[np.array(self.pool, dtype=np.int64)], pa.string()),
                 "status": pa.array(status, pa.string()),
                 "reason": pa.array(reasons, pa.string()),
-                "gpus": self.gpus,
-                "gpu_milli": self.milli,
-                "submit_s": self.submit,
-                "first_start_s": self.start,
-                "end_s": self.end,
-                "queue_s": self.start - self.submit,
-                "jct_s": self.end - self.submit,
-                "run_time_s": self.run_time,
-                "preemptions": self.preemptions,
-                "restarts": self.restarts,
-                "gpu_seconds": self.gpu_s,
-                "lost_gpu_seconds": self.lost_gpu_s,
+                "gpus": pa.array(self.gpus, pa.int32()),
+                "gpu_milli": pa.array(self.milli, pa.int32()),
+                "submit_s": submit,
+                "first_start_s": start,
+                "end_s": end,
+                "queue_s": start - submit,
+                "jct_s": end - submit,
+                "run_time_s": pa.array(self.run_time, pa.float64()),
+                "preemptions": pa.array(self.preemptions, pa.int32()),
+                "restarts": pa.array(self.restarts, pa.int32()),
+                "gpu_seconds": pa.array(self.gpu_s, pa.float64()),
+                "lost_gpu_seconds": pa.array(self.lost_gpu_s, pa.float64()),
             },
             schema=JOBS_SCHEMA,
         )

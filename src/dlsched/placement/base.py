@@ -41,8 +41,10 @@ def whole_gpus(state: ClusterState, node: int, k: int) -> tuple[int, ...]:
 
 def fits_node(state: ClusterState, node: int, demand: Demand, gpus_here: int) -> bool:
     """Whether ``node`` has the type, CPUs and memory for ``gpus_here`` of the job's GPUs."""
-    if not state.node_matches(node, demand):
+    if demand.gpu_type is not None and not state.node_matches(node, demand):
         return False
+    if demand.cpus == 0 and demand.memory_mib == 0:
+        return True
     share = gpus_here / demand.gpus if demand.gpus else 1.0
     return state.node_fits_extras(node, demand.cpus * share, demand.memory_mib * share)
 

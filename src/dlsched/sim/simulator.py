@@ -87,6 +87,9 @@ class Simulator:
         self.engine = Engine()
         self.progress = progress
         self.interval = self.policy.interval
+        # Event-driven policies run a cycle, which samples the timeline, after every instant
+        # with events; round-based ones also need a sample at each event between rounds.
+        self._sample_events = self.interval is not None
         self.timeline = TimelineRecorder(
             self.state.pool_names, self.state.pool_total_gpus, config.timeline_step_s
         )
@@ -185,7 +188,8 @@ class Simulator:
                 self.scheduler.on_submitted(job, now)
                 self._live += 1
                 touched.add(job.pool)
-                self._sample(job.pool, now)
+                if self._sample_events:
+                    self._sample(job.pool, now)
             i += 1
         self._next_row = i
         if i < n:
@@ -262,7 +266,7 @@ class Simulator:
             plan = self.scheduler.cycle(pool, now)
             if plan:
                 self._apply(plan, now)
-                self._sample(pool, now)
+            self._sample(pool, now)
             if plan.wake_at is not None:
                 self._wake[pool] = plan.wake_at
                 self._next_wake = min(self._next_wake, plan.wake_at)
@@ -338,7 +342,8 @@ class Simulator:
         self._live -= 1
         self._finished += 1
         self._dirty.add(job.pool)
-        self._sample(job.pool, now)
+        if self._sample_events:
+            self._sample(job.pool, now)
         self._request_cycle(now)
         if self.progress is not None and self._finished % self._progress_every == 0:
             self.progress(self._finished, len(self._submit))
