@@ -13,6 +13,7 @@ from dlsched.metrics.rundir import RunDirError
 from dlsched.trace.errors import TraceError
 
 USER_ERRORS = (TraceError, RunDirError, ValueError, FileNotFoundError, IsADirectoryError)
+BAD_ROWS_HINT = "pass --skip-bad-rows to drop the rejected rows (their count is reported)"
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from dlsched.cli.errors import user_errors
+from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.progress import job_progress
 from dlsched.metrics.rundir import RUN_FILES, RunDirError
 from dlsched.policy.registry import policies
@@ -17,7 +17,6 @@ from dlsched.runner import Experiment, Selection, run_experiment
 from dlsched.sim.config import CheckpointConfig, FaultConfig, SimConfig
 from dlsched.trace.read import read_trace
 
-BAD_ROWS_HINT = "pass --skip-bad-rows to drop the rejected rows (their count is reported)"
 BACKFILL_OPTION = "allow_backfill"
 
 

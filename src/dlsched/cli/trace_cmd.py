@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dlsched.cli.errors import user_errors
+from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.runner import Selection
 from dlsched.trace.io import write_parquet
 from dlsched.trace.read import read_trace
@@ -56,7 +56,7 @@ def convert(
     seed: Annotated[int, typer.Option(help="Seed for --subsample.")] = 0,
 ) -> None:
     """Convert a trace to dlsched's native Parquet format, optionally selecting jobs."""
-    with user_errors("pass --skip-bad-rows to drop the rejected rows (their count is reported)"):
+    with user_errors(BAD_ROWS_HINT):
         result = read_trace(path, trace_format, skip_bad_rows=skip_bad_rows)
         selection = Selection(
             start, end, tuple(vc or ()), gpu_only, subsample, submit_scale, duration_scale
