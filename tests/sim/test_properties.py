@@ -20,6 +20,11 @@ POLICIES = sorted(policies())
 PLACERS = sorted(placers())
 
 
+def estimator_for(policy: str) -> str | None:
+    """Policies that rank by estimated duration get the seeded noisy oracle."""
+    return "noisy-oracle" if policies()[policy].needs_estimate else None
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[Trace, ClusterSpec]:
     partitions = draw(st.sampled_from([("a",), ("a", "b")]))
@@ -63,8 +68,14 @@ def test_invariants_hold_for_every_policy_and_placer(
     scenario: tuple[Trace, ClusterSpec], policy: str, placement: str, backfill: bool
 ) -> None:
     trace, cluster = scenario
-    opts = {"allow_backfill": "true"} if backfill and policy in ("fifo", "sjf") else {}
-    check_run(trace, cluster, SimConfig(policy=policy, placement=placement, policy_options=opts))
+    opts = {"allow_backfill": "true"} if backfill and not policies()[policy].preemptive else {}
+    config = SimConfig(
+        policy=policy,
+        placement=placement,
+        policy_options=opts,
+        estimator=estimator_for(policy),
+    )
+    check_run(trace, cluster, config)
 
 
 @settings(max_examples=25, deadline=None)
@@ -76,6 +87,7 @@ def test_invariants_hold_under_node_failures(
     config = SimConfig(
         policy=policy,
         seed=seed,
+        estimator=estimator_for(policy),
         faults=FaultConfig(mtbf_s=300.0, mttr_s=60.0),
         checkpoint=CheckpointConfig(interval_s=50.0),
     )
@@ -106,7 +118,11 @@ def test_identical_seeds_give_identical_output(
 ) -> None:
     trace, cluster = scenario
     config = SimConfig(
-        policy=policy, placement="random", seed=seed, faults=FaultConfig(mtbf_s=400.0)
+        policy=policy,
+        placement="random",
+        seed=seed,
+        estimator=estimator_for(policy),
+        faults=FaultConfig(mtbf_s=400.0),
     )
     a, b = simulate(trace, cluster, config), simulate(trace, cluster, config)
     # repr() compares NaN (never-started jobs) as equal, unlike Table.equals.

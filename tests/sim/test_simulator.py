@@ -255,6 +255,19 @@ def test_unknown_node_in_fault_file_is_an_error(tmp_path: Path) -> None:
         simulate(trace, cluster, config)
 
 
+def test_overlapping_outages_keep_the_node_down_for_their_union(tmp_path: Path) -> None:
+    # n0 is listed down over [100, 300) and [200, 250): it must not run anything before 300.
+    cluster = ClusterSpec("one", (NodeSpec("n0", 1),))
+    trace = make_trace(job_id=["j"], submit_time=[150.0], num_gpus=[1], duration=[10.0])
+    outages = [("n0", 100.0, 300.0), ("n0", 200.0, 250.0)]
+    config = SimConfig(faults=FaultConfig(file=write_outages(tmp_path, outages)))
+    try:
+        result = simulate(trace, cluster, config)
+    except ValueError:
+        return  # rejecting overlapping outages would be a fix as well
+    assert by_id(result)["j"]["first_start_s"] == 300.0
+
+
 def mtbf_run(seed: int) -> RunResult:
     cluster = ClusterSpec("four", tuple(NodeSpec(f"n{i}", 4) for i in range(4)))
     n = 40
@@ -395,3 +408,45 @@ def test_best_fit_skips_a_node_without_enough_cpus() -> None:
     jobs = by_id(result)
     assert jobs["B"]["first_start_s"] == 0.0
     assert nodes_of(result) == {"A": {0}, "B": {1}}
+
+
+# ---- backfill with shares and CPU-only jobs, and jobs that can never be placed ----------------
+
+
+def test_backfill_starts_a_share_that_fits_beside_a_blocked_head() -> None:
+    # One GPU. A holds half of it for 100 s; B wants the whole GPU and blocks the head; C (a
+    # quarter share) fits on the free half. With backfill C starts at once, [0, 10).
+    cluster = ClusterSpec("one", (NodeSpec("n0", 1),))
+    trace = make_trace(
+        job_id=["A", "B", "C"], submit_time=[0.0] * 3, num_gpus=[1] * 3,
+        duration=[100.0, 10.0, 10.0], gpu_milli=[500, None, 250],
+    )  # fmt: skip
+    blocking = by_id(run(trace, cluster))
+    assert blocking["C"]["first_start_s"] == 110.0  # behind B: [100, 110)
+    backfill = run(trace, cluster, SimConfig(policy_options={"allow_backfill": "true"}))
+    jobs = by_id(backfill)
+    assert (jobs["C"]["first_start_s"], jobs["C"]["end_s"]) == (0.0, 10.0)
+    assert (jobs["B"]["first_start_s"], jobs["B"]["end_s"]) == (100.0, 110.0)
+
+
+def test_backfill_starts_a_cpu_only_job_while_all_gpus_are_busy() -> None:
+    # One node: 1 GPU, 8 CPUs. A holds the GPU for 100 s; B (1 GPU) blocks; C needs no GPU,
+    # 1 CPU: with backfill it should start at 0, [0, 10).
+    cluster = ClusterSpec("one", (NodeSpec("n0", 1, cpus=8.0),))
+    trace = make_trace(
+        job_id=["A", "B", "C"], submit_time=[0.0] * 3, num_gpus=[1, 1, 0],
+        duration=[100.0, 10.0, 10.0], num_cpus=[1.0, 1.0, 1.0],
+    )  # fmt: skip
+    jobs = by_id(run(trace, cluster, SimConfig(policy_options={"allow_backfill": "true"})))
+    assert (jobs["C"]["first_start_s"], jobs["C"]["end_s"]) == (0.0, 10.0)
+
+
+def test_job_needing_more_cpus_than_the_partition_is_set_aside() -> None:
+    cluster = ClusterSpec("two", (NodeSpec("n0", 4, cpus=8.0), NodeSpec("n1", 4, cpus=8.0)))
+    trace = make_trace(
+        job_id=["big", "ok"], submit_time=[0.0, 0.0], num_gpus=[8, 1],
+        duration=[100.0, 10.0], num_cpus=[100.0, 1.0],
+    )  # fmt: skip
+    jobs = by_id(run(trace, cluster))
+    assert jobs["big"]["status"] == "set_aside" and "CPUs" in jobs["big"]["reason"]
+    assert jobs["ok"]["status"] == "finished"

@@ -12,6 +12,7 @@ EXPECTED = {
     "vc_0e4a51": ("gavel-philly", 990),
     "pollux_workload-6": ("pollux", 160),
     "openb_pod_list_default_500": ("alibaba-2023", 500),
+    "philly_2017-10-01_2017-12-01": ("canonical", 68510),
 }
 
 
@@ -49,3 +50,14 @@ def test_unknown_name_lists_the_known_ones() -> None:
 def test_slices_are_the_first_lines_of_their_source(name: str, source: str) -> None:
     bundled = bundled_trace_path(name).read_bytes()
     assert (TRACES / source).read_bytes().startswith(bundled)
+
+
+@requires_traces
+def test_philly_window_is_the_source_window() -> None:
+    from dlsched.trace.transforms import window_by_dates
+
+    source = read_trace(TRACES / "philly" / "philly_jobs.csv").trace
+    expected = window_by_dates(source, "2017-10-01", "2017-12-01")
+    bundled = read_trace(bundled_trace_path("philly_2017-10-01_2017-12-01")).trace
+    assert bundled.table.equals(expected.table)
+    assert bundled.origin_unix == expected.origin_unix

@@ -77,7 +77,7 @@ def test_write_replaces_atomically_and_cleans_up_on_failure(
     write_parquet(_full_trace(), path)
     before = path.read_bytes()
 
-    def broken_write(table: pa.Table, where: str) -> None:
+    def broken_write(table: pa.Table, where: str, **options: object) -> None:
         Path(where).write_bytes(b"PAR1 half a file")
         raise OSError("disk full")
 

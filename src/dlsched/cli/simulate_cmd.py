@@ -73,6 +73,9 @@ def simulate(
     placement: Annotated[str, typer.Option(help="consolidate, spread or random.")] = (
         "consolidate"
     ),
+    estimator: Annotated[
+        str | None, typer.Option(help="Duration estimator for policies that need one (qssf).")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed for every random choice.")] = 0,
     policy_opt: Annotated[
         list[str] | None, typer.Option(help="Policy option KEY=VALUE (repeatable).")
@@ -119,6 +122,7 @@ def simulate(
             policy=policy,
             policy_options=options,
             placement=placement,
+            estimator=estimator,
             seed=seed,
             use_partitions=not no_partitions,
             checkpoint=CheckpointConfig(interval_s=checkpoint_interval),

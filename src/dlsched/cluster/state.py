@@ -51,6 +51,7 @@ class ClusterState:
 
     def __init__(self, spec: ClusterSpec, use_partitions: bool = True) -> None:
         self.spec = spec
+        self.use_partitions = use_partitions
         nodes = spec.nodes
         if use_partitions:
             self.pool_names: tuple[str, ...] = spec.partitions
@@ -99,6 +100,7 @@ class ClusterState:
         self.partial_nodes: list[dict[int, None]] = [{} for _ in range(npools)]
         self._undo: list[tuple[bool, Placement, int, float, float]] | None = None
         self._fit_cache: dict[tuple[int, Demand], str | None] = {}
+        self._max_typed: dict[tuple[int, str], int] = {}
 
     # ---- queries -------------------------------------------------------------------------
     @property
@@ -115,6 +117,22 @@ class ClusterState:
 
     def node_fits_extras(self, node: int, cpus: float, memory_mib: float) -> bool:
         return self.free_cpus[node] >= cpus and self.free_mem[node] >= memory_mib
+
+    def max_node_gpus(self, pool: int, gpu_type: str | None) -> int:
+        """The most GPUs any node of ``pool`` of the requested type has (healthy or not)."""
+        if gpu_type is None:
+            return self.pool_max_node_gpus[pool]
+        key = (pool, gpu_type)
+        if key not in self._max_typed:
+            self._max_typed[key] = max(
+                (
+                    self.node_gpus[i]
+                    for i in self.pool_nodes[pool]
+                    if gpu_type_matches(gpu_type, self.node_type[i])
+                ),
+                default=0,
+            )
+        return self._max_typed[key]
 
     def node_matches(self, node: int, demand: Demand) -> bool:
         return gpu_type_matches(demand.gpu_type, self.node_type[node])
@@ -139,7 +157,7 @@ class ClusterState:
         nodes_needed = typed if demand.gpus > 0 else members
         per_gpu_cpu = demand.cpus / demand.gpus if demand.gpus else demand.cpus
         per_gpu_mem = demand.memory_mib / demand.gpus if demand.gpus else demand.memory_mib
-        if demand.gpus == 0 or demand.gpus <= self.pool_max_node_gpus[pool]:
+        if demand.gpus == 0 or demand.gpus <= self.max_node_gpus(pool, demand.gpu_type):
             k = max(demand.gpus, 1)
             if not any(
                 self.cpu_cap[i] >= per_gpu_cpu * k and self.mem_cap[i] >= per_gpu_mem * k
@@ -233,6 +251,11 @@ class ClusterState:
 
     def release(self, placement: Placement, milli: int, cpus: float, memory_mib: float) -> None:
         """Give back what :meth:`allocate` took with the same arguments."""
+        for node, gpu_ids in placement:
+            fm = self.free_milli[node]
+            for g in gpu_ids:
+                if fm[g] + milli > WHOLE:
+                    raise OverCommitError(f"GPU {g} of {self.node_names[node]} released twice")
         if self._undo is not None:
             self._undo.append((False, placement, milli, cpus, memory_mib))
         total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
@@ -243,8 +266,6 @@ class ClusterState:
             whole_back = 0
             for g in gpu_ids:
                 fm[g] += milli
-                if fm[g] > WHOLE:
-                    raise OverCommitError(f"GPU {g} of {self.node_names[node]} released twice")
                 if fm[g] == WHOLE:
                     whole_back += 1
             if extras:

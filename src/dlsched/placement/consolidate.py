@@ -44,7 +44,7 @@ class Consolidate(Placer):
             return place_cpu_only(state, pool, demand)
         if demand.milli < WHOLE:
             return place_fraction(state, pool, demand)
-        if demand.gpus <= state.pool_max_node_gpus[pool]:
+        if demand.gpus <= state.max_node_gpus(pool, demand.gpu_type):
             node = best_fit_node(state, pool, demand, demand.gpus)
             if node < 0:
                 return None

@@ -33,7 +33,7 @@ class RandomPlacer(Placer):
             fitting.sort()
             node = self._rng.choice(fitting)
             return ((node, whole_gpus(state, node, demand.gpus)),)
-        if demand.gpus <= state.pool_max_node_gpus[pool]:
+        if demand.gpus <= state.max_node_gpus(pool, demand.gpu_type):
             return None
         nodes = sorted(n for k in range(1, levels) for n in state.bucket_nodes(pool, k))
         self._rng.shuffle(nodes)

@@ -24,7 +24,7 @@ class Spread(Placer):
         }
         taken: dict[int, int] = {}
         for _ in range(demand.gpus):
-            node = max(free, key=lambda n: free[n], default=-1)
+            node = max(free, key=lambda n: (free[n], -n), default=-1)
             if node < 0 or free[node] == 0:
                 return None
             taken[node] = taken.get(node, 0) + 1

@@ -31,6 +31,8 @@ class Policy(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
     preemptive: ClassVar[bool] = False
+    needs_estimate: ClassVar[bool] = False
+    """Whether keys use ``job.estimate`` (the driver must then run a duration estimator)."""
 
     @property
     def interval(self) -> float | None:

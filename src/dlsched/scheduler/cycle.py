@@ -25,7 +25,7 @@ import math
 from heapq import heappop, heappush
 from operator import itemgetter
 
-from dlsched.cluster.state import ClusterState, OverCommitError
+from dlsched.cluster.state import ClusterState, Demand, OverCommitError
 from dlsched.placement.base import Placer
 from dlsched.policy.base import Key, Policy
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan, Start
@@ -35,11 +35,19 @@ from dlsched.scheduler.view import JobView
 class PoolQueues:
     """Waiting and running jobs of one pool, with the counters the recorder reads."""
 
-    __slots__ = ("active", "heap", "pending_gpus", "pending_jobs", "running_jobs")
+    __slots__ = (
+        "active",
+        "heap",
+        "pending_cpu_only",
+        "pending_gpus",
+        "pending_jobs",
+        "running_jobs",
+    )
 
     def __init__(self) -> None:
         self.heap: list[tuple[Key, JobView]] = []
         self.active: dict[JobView, None] = {}
+        self.pending_cpu_only = 0
         self.pending_jobs = 0
         self.pending_gpus = 0
         self.running_jobs = 0
@@ -53,6 +61,29 @@ class Scheduler:
         self.placer = placer
         self.state = state
         self.pools = [PoolQueues() for _ in range(state.num_pools)]
+        self._placeable: dict[tuple[int, Demand], bool] = {}
+        self._empty: ClusterState | None = None
+
+    def never_fits(self, pool: int, demand: Demand) -> str | None:
+        """Why a job of ``demand`` can never run in ``pool``, or None if it can: the cluster's
+        own reasons (size, GPU type, CPUs, memory), then whether this run's placer finds room
+        for it on the pool when every node is up and empty."""
+        reason = self.state.can_ever_fit(pool, demand)
+        if reason is not None:
+            return reason
+        key = (pool, demand)
+        if key not in self._placeable:
+            if self._empty is None:
+                self._empty = ClusterState(self.state.spec, self.state.use_partitions)
+            probe = type(self.placer)(seed=self.placer.seed)
+            self._placeable[key] = probe.place(self._empty, pool, demand) is not None
+        if self._placeable[key]:
+            return None
+        return (
+            f"placement {self.placer.name!r} finds no room for {demand.gpus} GPUs, "
+            f"{demand.cpus:g} CPUs and {demand.memory_mib:g} MiB in pool "
+            f"{self.state.pool_names[pool]!r} even when it is empty"
+        )
 
     # ---- notifications from the driver ---------------------------------------------------
     def on_submitted(self, job: JobView, now: float) -> None:
@@ -60,6 +91,7 @@ class Scheduler:
         q = self.pools[job.pool]
         q.pending_jobs += 1
         q.pending_gpus += job.gpus
+        q.pending_cpu_only += job.gpus == 0
         if self.policy.preemptive:
             q.active[job] = None
         else:
@@ -69,6 +101,7 @@ class Scheduler:
         q = self.pools[job.pool]
         q.pending_jobs -= 1
         q.pending_gpus -= job.gpus
+        q.pending_cpu_only -= job.gpus == 0
         q.running_jobs += 1
 
     def on_stopped(self, job: JobView, now: float) -> None:
@@ -77,6 +110,7 @@ class Scheduler:
         q.running_jobs -= 1
         q.pending_jobs += 1
         q.pending_gpus += job.gpus
+        q.pending_cpu_only += job.gpus == 0
         if not self.policy.preemptive:
             heappush(q.heap, (self.policy.key(job, now), job))
 
@@ -97,7 +131,7 @@ class Scheduler:
         if self.policy.preemptive:
             return self._preemptive_cycle(pool, now)
         q = self.pools[pool]
-        if not q.heap or (self.state.pool_free_gpus(pool) <= 0 and not _has_cpu_only(q)):
+        if not q.heap or (self.state.pool_free_gpus(pool) <= 0 and not q.pending_cpu_only):
             return EMPTY_PLAN
         if self.policy.backfill:
             return self._backfill_cycle(pool)
@@ -122,20 +156,23 @@ class Scheduler:
         return Plan(tuple(starts)) if starts else EMPTY_PLAN
 
     def _backfill_cycle(self, pool: int) -> Plan:
-        heap = self.pools[pool].heap
+        q = self.pools[pool]
+        heap = q.heap
         state, place = self.state, self.placer.place
         starts: list[Start] = []
         skipped: list[tuple[Key, JobView]] = []
+        cpu_only_left = q.pending_cpu_only
         with state.tentative():
             while heap:
                 free = state.pool_free_gpus(pool)
-                if free <= 0 and heap[0][1].gpus > 0:
+                if free <= 0 and not cpu_only_left:
                     break
                 entry = heappop(heap)
                 job = entry[1]
                 d = job.demand
+                cpu_only_left -= job.gpus == 0
                 placement = None
-                if job.gpus <= free:
+                if job.gpus * d.milli / 1000 <= free:
                     placement = place(state, pool, d)
                 if placement is None:
                     skipped.append(entry)
@@ -206,7 +243,3 @@ def _still_free(state: ClusterState, job: JobView) -> bool:
     except OverCommitError:
         return False
     return True
-
-
-def _has_cpu_only(q: PoolQueues) -> bool:
-    return bool(q.heap) and q.heap[0][1].gpus == 0

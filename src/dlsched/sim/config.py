@@ -44,13 +44,16 @@ class FaultConfig:
 
 @dataclass(frozen=True)
 class SimConfig:
-    """One run. ``use_partitions``: jobs run only in their trace's VC (Helios semantics).
-    ``timeline_step_s``: sampling period of timeline.parquet. ``every_round``: run round-based
-    policies at every round even when nothing changed (slow; for checking the event-skipping)."""
+    """One run. ``estimator``: duration estimator by name (for policies that need one, e.g.
+    QSSF); it is seeded with ``seed``. ``use_partitions``: jobs run only in their trace's VC
+    (Helios semantics). ``timeline_step_s``: sampling period of timeline.parquet.
+    ``every_round``: run round-based policies at every round even when nothing changed (slow;
+    for checking the event-skipping)."""
 
     policy: str = "fifo"
     policy_options: dict[str, str] = field(default_factory=dict)
     placement: str = "consolidate"
+    estimator: str | None = None
     seed: int = 0
     use_partitions: bool = True
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)

@@ -6,6 +6,7 @@ import csv
 import math
 import random
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from dlsched.sim.config import FaultConfig
@@ -24,6 +25,7 @@ def read_outages(path: str | Path, node_names: list[str]) -> list[NodeOutage]:
     """Parse a CSV ``node,fail_time,repair_time``; errors name the file and line."""
     index = {name: i for i, name in enumerate(node_names)}
     outages: list[NodeOutage] = []
+    lines: list[int] = []
     with open(path, newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
@@ -44,6 +46,15 @@ def read_outages(path: str | Path, node_names: list[str]) -> list[NodeOutage]:
             if repair <= fail:
                 raise ValueError(f"{path}:{line}: repair_time must be after fail_time")
             outages.append(NodeOutage(index[name], fail, repair))
+            lines.append(line)
+    order = sorted(range(len(outages)), key=lambda i: (outages[i].node, outages[i].fail_time))
+    for a, b in pairwise(order):
+        first, second = outages[a], outages[b]
+        if first.node == second.node and second.fail_time < first.repair_time:
+            raise ValueError(
+                f"{path}:{lines[b]}: outage of node {node_names[second.node]!r} overlaps the "
+                f"one on line {lines[a]}; merge them into one row"
+            )
     outages.sort(key=lambda o: (o.fail_time, o.node))
     return outages
 

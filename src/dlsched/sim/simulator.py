@@ -23,6 +23,8 @@ from dlsched.cluster.state import WHOLE, ClusterState, Demand
 from dlsched.metrics.jobs import JobRecords
 from dlsched.metrics.summary import summarize
 from dlsched.metrics.timeline import TimelineRecorder
+from dlsched.perf.duration.base import DurationEstimator
+from dlsched.perf.duration.registry import create_estimator, estimators
 from dlsched.perf.model import PerfModel, ReplayModel
 from dlsched.placement.registry import create_placer
 from dlsched.policy.base import Policy
@@ -74,6 +76,7 @@ class Simulator:
         policy: Policy | None = None,
         progress: ProgressFn | None = None,
         record_segments: bool = False,
+        estimator: DurationEstimator | None = None,
     ) -> None:
         """``record_segments`` keeps every allocation interval (for invariant checks)."""
         self.trace = trace
@@ -82,6 +85,14 @@ class Simulator:
         self.perf = perf or ReplayModel()
         self.policy = policy or create_policy(config.policy, config.policy_options)
         self.placer = create_placer(config.placement, config.seed)
+        self.estimator = estimator
+        if self.estimator is None and config.estimator is not None:
+            self.estimator = create_estimator(config.estimator, config.seed)
+        if self.policy.needs_estimate and self.estimator is None:
+            raise ValueError(
+                f"policy {self.policy.name!r} needs a duration estimator (--estimator); "
+                f"available: {', '.join(sorted(estimators()))}"
+            )
         self.state = ClusterState(cluster, config.use_partitions)
         self.scheduler = Scheduler(self.policy, self.placer, self.state)
         self.engine = Engine()
@@ -148,6 +159,8 @@ class Simulator:
     def run(self) -> RunResult:
         """Simulate to the end: every admitted job finishes. Returns the run's records."""
         started = wallclock.perf_counter()
+        if self.estimator is not None:
+            self.estimator.bind(self.trace)
         if self._submit:
             self._setup_faults()
             self.engine.schedule(self._submit[0], P_ARRIVAL, self._on_arrival)
@@ -219,12 +232,15 @@ class Simulator:
         if reason is None and work is None:
             reason = "no run time or work: replay needs a duration (or a performance model)"
         if reason is None:
-            reason = self.state.can_ever_fit(pool, demand)
+            reason = self.scheduler.never_fits(pool, demand)
         if reason is not None:
             self.records.set_aside(row, reason, gpus, now)
             return None
         assert work is not None
-        return SimJob(row, self._ids[row], now, demand, work, duration, pool)
+        job = SimJob(row, self._ids[row], now, demand, work, duration, pool)
+        if self.estimator is not None:
+            job.estimate = self.estimator.estimate(row, now)
+        return job
 
     # ---- cycles --------------------------------------------------------------------------
     def _request_cycle(self, at: float) -> None:
@@ -339,6 +355,8 @@ class Simulator:
         job.end = now
         self.scheduler.on_finished(job)
         self.records.finish(job)
+        if self.estimator is not None:
+            self.estimator.observe(job.row, job.duration or job.work, now)
         self._live -= 1
         self._finished += 1
         self._dirty.add(job.pool)

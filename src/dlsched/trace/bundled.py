@@ -5,24 +5,26 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-TRACE_SUFFIX = ".csv"
+TRACE_SUFFIXES = (".csv", ".parquet")
 
 
 def bundled_trace_names() -> tuple[str, ...]:
     """The names :func:`bundled_trace_path` accepts, sorted."""
-    return tuple(sorted(p.stem for p in _traces_dir().iterdir() if p.name.endswith(TRACE_SUFFIX)))
+    return tuple(sorted(p.stem for p in _traces_dir().iterdir() if p.suffix in TRACE_SUFFIXES))
 
 
 def bundled_trace_path(name: str) -> Path:
-    """The file of bundled trace ``name`` (its file name without ``.csv``, e.g. "vc_0e4a51").
+    """The file of bundled trace ``name`` (its file name without ``.csv`` or ``.parquet``,
+    e.g. "vc_0e4a51").
 
     Raises ValueError for an unknown name, listing the known ones.
     """
-    path = _traces_dir() / f"{name}{TRACE_SUFFIX}"
-    if not path.is_file():
-        known = ", ".join(bundled_trace_names())
-        raise ValueError(f"no bundled trace {name!r}; bundled traces: {known}")
-    return path
+    for suffix in TRACE_SUFFIXES:
+        path = _traces_dir() / f"{name}{suffix}"
+        if path.is_file():
+            return path
+    known = ", ".join(bundled_trace_names())
+    raise ValueError(f"no bundled trace {name!r}; bundled traces: {known}")
 
 
 def _traces_dir() -> Path:

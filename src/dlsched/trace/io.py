@@ -39,7 +39,7 @@ def write_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
     # (mkstemp would leave the final file readable by its owner only.)
     tmp_name = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     try:
-        pq.write_table(table, tmp_name)
+        pq.write_table(table, tmp_name, compression="zstd", compression_level=9)
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
