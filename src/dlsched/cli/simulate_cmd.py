@@ -13,6 +13,7 @@ from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.progress import job_progress
 from dlsched.metrics.rundir import RUN_FILES, RunDirError
 from dlsched.policy.registry import policies
+from dlsched.presets import get_preset
 from dlsched.runner import Experiment, Selection, run_experiment
 from dlsched.sim.config import CheckpointConfig, FaultConfig, SimConfig
 from dlsched.trace.read import read_trace
@@ -66,9 +67,21 @@ def check_backfill(policy: str) -> None:
 
 
 def simulate(
-    trace: Annotated[str, typer.Option(help="Trace file (any supported format, or Parquet).")],
-    cluster: Annotated[str, typer.Option(help="Built-in name, TOML file, or shorthand 32x8.")],
     out: Annotated[Path, typer.Option(help="Run directory to write.")],
+    trace: Annotated[
+        str | None, typer.Option(help="Trace file (any supported format, or Parquet).")
+    ] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="Built-in name, TOML file, or shorthand 32x8.")
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(help="A named setup (dlsched preset list) instead of --trace/--cluster."),
+    ] = None,
+    load_scale: Annotated[
+        float | None,
+        typer.Option(help="With --preset: arrivals L times faster (default: the preset's)."),
+    ] = None,
     policy: Annotated[str, typer.Option(help="Policy name (dlsched list policies).")] = "fifo",
     placement: Annotated[str, typer.Option(help="consolidate, spread or random.")] = (
         "consolidate"
@@ -111,7 +124,8 @@ def simulate(
     timeline_step: Annotated[float, typer.Option(help="Timeline sampling step (s).")] = 60.0,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
-    """Replay TRACE on CLUSTER under POLICY; write jobs, timeline, config and summary to OUT."""
+    """Replay a trace on a cluster under a policy; write jobs, timeline, config and summary to
+    OUT. With --preset, the preset fixes trace, cluster, job selection and placement."""
     with user_errors(BAD_ROWS_HINT):
         check_run_target(out)
         options = parse_options(policy_opt or [])
@@ -137,7 +151,16 @@ def simulate(
             subsample=subsample,
             submit_scale=submit_scale,
         )
-        exp = Experiment(trace, cluster, config, selection, trace_format, skip_bad_rows)
+        if preset is not None:
+            if trace is not None or cluster is not None:
+                raise ValueError("--preset sets the trace and cluster; drop --trace/--cluster")
+            exp = get_preset(preset).experiment(config, load_scale)
+        elif trace is None or cluster is None:
+            raise ValueError("give --trace and --cluster, or --preset")
+        elif load_scale is not None:
+            raise ValueError("--load-scale applies to --preset only; use --submit-scale")
+        else:
+            exp = Experiment(trace, cluster, config, selection, trace_format, skip_bad_rows)
         if skip_bad_rows:
             # The runner keeps only the accepted rows; read once more for the count to report.
             skipped = read_trace(trace, trace_format, skip_bad_rows=True).errors
