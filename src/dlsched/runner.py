@@ -14,7 +14,7 @@ from dlsched.metrics.rundir import write_run
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import ProgressFn, RunResult, simulate
 from dlsched.trace import transforms
-from dlsched.trace.read import read_trace
+from dlsched.trace.read import ReadResult, read_trace
 from dlsched.trace.schema import Trace
 
 
@@ -106,22 +106,32 @@ class Experiment:
         )
 
 
-def load_trace(exp: Experiment) -> Trace:
+def read_selected(exp: Experiment) -> tuple[Trace, ReadResult]:
+    """The experiment's trace after selection, and the raw read result (rows read, rejected)."""
     result = read_trace(exp.trace, exp.trace_format, skip_bad_rows=exp.skip_bad_rows)
-    return exp.selection.apply(result.trace, exp.sim.seed)
+    return exp.selection.apply(result.trace, exp.sim.seed), result
+
+
+def load_trace(exp: Experiment) -> Trace:
+    """The experiment's trace after selection."""
+    return read_selected(exp)[0]
 
 
 def run_experiment(
     exp: Experiment, out: str | Path | None = None, progress: ProgressFn | None = None
 ) -> RunResult:
-    """Simulate ``exp``; with ``out``, also write the run directory there (atomically)."""
-    trace = load_trace(exp)
+    """Simulate ``exp``; with ``out``, also write the run directory there (atomically). The
+    summary records how many trace rows were read and how many were rejected as bad (only
+    possible with ``skip_bad_rows``), with the first rejection."""
+    trace, read = read_selected(exp)
     cluster = resolve_cluster(exp.cluster)
     result = simulate(trace, cluster, exp.sim, progress=progress)
+    result.summary["trace_rows_read"] = read.rows_read
+    result.summary["trace_rows_rejected"] = len(read.errors)
+    result.summary["trace_first_rejection"] = str(read.errors[0]) if read.errors else None
     if out is not None:
         write_run(out, result.jobs, result.timeline, result.summary, exp.to_dict())
     return result
-
 
 DEMO_POLICIES = ("fifo", "sjf", "srtf", "tiresias")
 

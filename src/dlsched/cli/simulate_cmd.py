@@ -16,7 +16,6 @@ from dlsched.policy.registry import policies
 from dlsched.presets import get_preset
 from dlsched.runner import Experiment, Selection, run_experiment
 from dlsched.sim.config import CheckpointConfig, FaultConfig, SimConfig
-from dlsched.trace.read import read_trace
 
 BACKFILL_OPTION = "allow_backfill"
 
@@ -161,13 +160,6 @@ def simulate(
             raise ValueError("--load-scale applies to --preset only; use --submit-scale")
         else:
             exp = Experiment(trace, cluster, config, selection, trace_format, skip_bad_rows)
-        if skip_bad_rows:
-            # The runner keeps only the accepted rows; read once more for the count to report.
-            skipped = read_trace(trace, trace_format, skip_bad_rows=True).errors
-            if skipped:
-                typer.echo(
-                    f"skipped {len(skipped)} bad rows of {trace}; first: {skipped[0]}", err=True
-                )
         with job_progress(f"simulating {policy}", progress) as bar:
             result = run_experiment(exp, out, progress=bar)
     s = result.summary
@@ -186,6 +178,12 @@ def simulate(
         )
     }
     typer.echo(json.dumps(shown, indent=2))
+    if s["trace_rows_rejected"]:
+        typer.echo(
+            f"skipped {s['trace_rows_rejected']} bad rows of {exp.trace}; "
+            f"first: {s['trace_first_rejection']}",
+            err=True,
+        )
     if s["jobs_set_aside"]:
         typer.echo(f"set aside: {json.dumps(s['set_aside_reasons'])}", err=True)
     typer.echo(f"wrote {out}")

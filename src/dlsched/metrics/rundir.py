@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,10 @@ def write_run(
     """Write a run directory atomically, replacing any previous run at ``out``."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    # os.mkdir (unlike tempfile.mkdtemp, which makes 0700 directories) honours the umask, so
+    # a run directory gets the permissions any directory the user creates would get.
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    os.mkdir(tmp)
     try:
         pq.write_table(jobs, tmp / "jobs.parquet")
         pq.write_table(timeline, tmp / "timeline.parquet")
@@ -37,9 +40,14 @@ def write_run(
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         old = None
         if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / out.name)
-        os.replace(tmp, out)
+            old = out.parent / f".{out.name}.old-{os.getpid()}-{uuid.uuid4().hex}"
+            os.replace(out, old)
+        try:
+            os.replace(tmp, out)
+        except BaseException:
+            if old is not None:
+                os.replace(old, out)
+            raise
         if old is not None:
             shutil.rmtree(old)
     except BaseException:

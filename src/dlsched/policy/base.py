@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar
 
 from dlsched.scheduler.view import JobView
@@ -49,3 +50,16 @@ class Policy(ABC):
 
     def next_change(self, job: JobView, now: float) -> float | None:
         return None
+
+
+@dataclass(frozen=True)
+class NonPreemptivePolicy(Policy, ABC):
+    """Base of non-preemptive ordering policies. ``allow_backfill``: let later jobs start when
+    the head of the queue does not fit (default off: strict head-of-line blocking, as in the
+    Helios evaluation)."""
+
+    allow_backfill: bool = False
+
+    @property
+    def backfill(self) -> bool:
+        return self.allow_backfill

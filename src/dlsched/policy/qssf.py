@@ -6,20 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlsched.policy.base import Key, Policy
+from dlsched.policy.base import Key, NonPreemptivePolicy
 from dlsched.scheduler.view import JobView
 
 
 @dataclass(frozen=True)
-class Qssf(Policy):
+class Qssf(NonPreemptivePolicy):
     name = "qssf"
     description = "smallest estimated GPU-time (duration estimate × GPUs) first; non-preemptive"
     needs_estimate = True
-    allow_backfill: bool = False
-
-    @property
-    def backfill(self) -> bool:
-        return self.allow_backfill
 
     def key(self, job: JobView, now: float) -> Key:
         if job.estimate is None:

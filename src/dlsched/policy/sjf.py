@@ -6,19 +6,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dlsched.policy.base import Key, Policy
+from dlsched.policy.base import Key, NonPreemptivePolicy
 from dlsched.scheduler.view import JobView
 
 
 @dataclass(frozen=True)
-class Sjf(Policy):
+class Sjf(NonPreemptivePolicy):
     name = "sjf"
     description = "shortest (oracle) run time first; non-preemptive"
-    allow_backfill: bool = False
-
-    @property
-    def backfill(self) -> bool:
-        return self.allow_backfill
 
     def key(self, job: JobView, now: float) -> Key:
         d = job.duration
