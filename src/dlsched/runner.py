@@ -70,6 +70,11 @@ def _window(trace: Trace, start: str | None, end: str | None) -> Trace:
     return transforms.window_by_dates(trace, start, end)
 
 
+def _absolute_if_file(text: str) -> str:
+    path = Path(text).expanduser()
+    return str(path.resolve()) if path.is_file() else text
+
+
 @dataclass(frozen=True)
 class Experiment:
     """Everything needed to rerun a simulation (this is what ``config.json`` holds)."""
@@ -82,12 +87,14 @@ class Experiment:
     skip_bad_rows: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record. Paths that exist are made absolute, so a rerun works from any
+        working directory."""
         return {
             "dlsched_version": __version__,
-            "trace": self.trace,
+            "trace": _absolute_if_file(self.trace),
             "trace_format": self.trace_format,
             "skip_bad_rows": self.skip_bad_rows,
-            "cluster": self.cluster,
+            "cluster": _absolute_if_file(self.cluster),
             "selection": asdict(self.selection),
             "sim": self.sim.to_dict(),
         }
@@ -132,6 +139,7 @@ def run_experiment(
     if out is not None:
         write_run(out, result.jobs, result.timeline, result.summary, exp.to_dict())
     return result
+
 
 DEMO_POLICIES = ("fifo", "sjf", "srtf", "tiresias")
 

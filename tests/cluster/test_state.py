@@ -214,7 +214,7 @@ def test_can_ever_fit_reasons() -> None:
         "no node of GPU type 'p100' in pool 'a'"
     )
     assert s.can_ever_fit(0, Demand(2, cpus=40.0)) == (
-        "needs 40 CPUs and 0 MiB on one node; no node of pool 'a' has that much"
+        "needs 40 CPUs and 0 MiB on one node; no node in pool 'a' has that much"
     )
     # 2 v100 GPUs with 20 CPUs: only the v100 node counts, and it has 16.
     assert s.can_ever_fit(0, Demand(2, gpu_type="v100", cpus=20.0)) is not None

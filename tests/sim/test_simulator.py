@@ -382,7 +382,7 @@ def test_cpu_limit_makes_a_job_wait_although_gpus_are_free() -> None:
     # C can never fit: more CPUs than the node has.
     assert jobs["C"]["status"] == "set_aside"
     assert jobs["C"]["reason"] == (
-        "needs 9 CPUs and 0 MiB on one node; no node of pool 'default' has that much"
+        "needs 9 CPUs and 0 MiB on one node; no node in pool 'default' has that much"
     )
 
 

@@ -9,7 +9,7 @@ import typer
 
 from dlsched.cli.compare_cmd import compare
 from dlsched.cli.errors import user_errors
-from dlsched.cli.simulate_cmd import check_run_target
+from dlsched.metrics.rundir import check_replaceable
 from dlsched.runner import demo_experiments, run_experiment
 
 
@@ -24,7 +24,7 @@ def demo(
     with user_errors():
         experiments = demo_experiments()
         for name, _ in experiments:
-            check_run_target(out / name)
+            check_replaceable(out / name)
         for name, exp in experiments:
             result = run_experiment(exp, out / name)
             s = result.summary

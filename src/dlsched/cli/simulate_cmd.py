@@ -11,7 +11,7 @@ import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.progress import job_progress
-from dlsched.metrics.rundir import RUN_FILES, RunDirError
+from dlsched.metrics.rundir import check_replaceable
 from dlsched.policy.registry import policies
 from dlsched.presets import get_preset
 from dlsched.runner import Experiment, Selection, run_experiment
@@ -28,23 +28,6 @@ def parse_options(items: list[str]) -> dict[str, str]:
             raise ValueError(f"--policy-opt expects KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     return out
-
-
-def check_run_target(out: Path) -> None:
-    """Refuse an ``--out`` that exists and is not a run directory: writing a run replaces
-    whatever is at ``out``, and a directory holding anything else (``.``, a home directory, a
-    folder of results) must never be deleted for it. An empty directory may be replaced."""
-    if not out.exists() and not out.is_symlink():
-        return
-    if out.is_symlink() or not out.is_dir():
-        raise RunDirError(f"--out {out}: exists and is not a directory; refusing to replace it")
-    others = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
-    if others:
-        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
-        raise RunDirError(
-            f"--out {out}: exists and is not a dlsched run directory (holds {shown}); "
-            "refusing to replace it"
-        )
 
 
 def _backfills(cls: type) -> bool:
@@ -126,7 +109,7 @@ def simulate(
     """Replay a trace on a cluster under a policy; write jobs, timeline, config and summary to
     OUT. With --preset, the preset fixes trace, cluster, job selection and placement."""
     with user_errors(BAD_ROWS_HINT):
-        check_run_target(out)
+        check_replaceable(out)
         options = parse_options(policy_opt or [])
         if backfill:
             check_backfill(policy)

@@ -163,9 +163,10 @@ class ClusterState:
                 self.cpu_cap[i] >= per_gpu_cpu * k and self.mem_cap[i] >= per_gpu_mem * k
                 for i in nodes_needed
             ):
+                kind = "" if demand.gpu_type is None else f"of GPU type {demand.gpu_type!r} "
                 return (
                     f"needs {demand.cpus:g} CPUs and {demand.memory_mib:g} MiB on one node; "
-                    f"no node of pool {self.pool_names[pool]!r} has that much"
+                    f"no node {kind}in pool {self.pool_names[pool]!r} has that much"
                 )
         return None
 

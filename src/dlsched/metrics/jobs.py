@@ -1,4 +1,5 @@
-"""Per-job records of a run and the schema of ``jobs.parquet``."""
+"""Per-job records of a run and the schema of ``jobs.parquet``. Times a job never had (a
+set-aside job's start and end) are nulls."""
 
 from __future__ import annotations
 
@@ -109,11 +110,11 @@ class JobRecords:
                 "gpus": pa.array(self.gpus, pa.int32()),
                 "gpu_milli": pa.array(self.milli, pa.int32()),
                 "submit_s": submit,
-                "first_start_s": start,
-                "end_s": end,
-                "queue_s": start - submit,
-                "jct_s": end - submit,
-                "run_time_s": pa.array(self.run_time, pa.float64()),
+                "first_start_s": pa.array(start, from_pandas=True),
+                "end_s": pa.array(end, from_pandas=True),
+                "queue_s": pa.array(start - submit, from_pandas=True),
+                "jct_s": pa.array(end - submit, from_pandas=True),
+                "run_time_s": pa.array(self.run_time, pa.float64(), from_pandas=True),
                 "preemptions": pa.array(self.preemptions, pa.int32()),
                 "restarts": pa.array(self.restarts, pa.int32()),
                 "gpu_seconds": pa.array(self.gpu_s, pa.float64()),

@@ -19,6 +19,27 @@ import pyarrow.parquet as pq
 RUN_FILES = ("jobs.parquet", "timeline.parquet", "config.json", "summary.json")
 
 
+class RunDirError(ValueError):
+    """A directory is not a complete dlsched run, or may not be replaced by one."""
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse an ``out`` that exists and is not a run directory: writing a run replaces
+    whatever is at ``out``, and a directory holding anything else (``.``, a home directory, a
+    folder of results) must never be deleted for it. An empty directory may be replaced."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise RunDirError(f"{out}: exists and is not a directory; refusing to replace it")
+    others = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise RunDirError(
+            f"{out}: exists and is not a dlsched run directory (holds {shown}); "
+            "refusing to replace it"
+        )
+
+
 def write_run(
     out: str | Path,
     jobs: pa.Table,
@@ -26,8 +47,10 @@ def write_run(
     summary: dict[str, Any],
     config: dict[str, Any],
 ) -> Path:
-    """Write a run directory atomically, replacing any previous run at ``out``."""
+    """Write a run directory atomically, replacing any previous run at ``out`` (and nothing
+    else: see :func:`check_replaceable`)."""
     out = Path(out)
+    check_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # os.mkdir (unlike tempfile.mkdtemp, which makes 0700 directories) honours the umask, so
     # a run directory gets the permissions any directory the user creates would get.
@@ -54,10 +77,6 @@ def write_run(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
-
-
-class RunDirError(ValueError):
-    """A directory is not a complete dlsched run."""
 
 
 def read_summary(run: str | Path) -> dict[str, Any]:

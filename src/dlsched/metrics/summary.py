@@ -20,15 +20,17 @@ def _stat(values: np.ndarray, fn: str) -> float | None:
 
 def summarize(
     jobs: pa.Table,
-    total_gpus: int,
+    partition_gpus: dict[str, int],
     policy: str,
     placement: str,
     sim_wall_s: float,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Summary of the finished jobs of a run. Times in seconds; utilization is GPU-time held
-    (including restore stalls) over total GPUs × makespan, where the makespan runs from the
-    first submission to the last completion. Statistics of an empty set are null."""
+    """Summary of the finished jobs of a run. Times in seconds. ``gpu_utilization`` is GPU-time
+    held (including restore stalls) over GPUs × makespan, counting the GPUs of the partitions
+    that ran jobs (so a run restricted to some VCs is not diluted by the others);
+    ``cluster_gpu_utilization`` counts every GPU. The makespan runs from the first submission
+    to the last completion. Statistics of an empty set are null."""
     status = jobs.column("status").to_numpy(zero_copy_only=False)
     done = status == "finished"
     col = {
@@ -48,7 +50,14 @@ def summarize(
     slowdown = slowdown[np.isfinite(slowdown)]
     reasons = jobs.column("reason").to_pylist()
     set_aside = Counter(r for r, d in zip(reasons, done, strict=True) if not d and r)
-    util = float(gpu_s.sum() / (total_gpus * makespan)) if makespan > 0 and total_gpus else None
+    total_gpus = sum(partition_gpus.values())
+    partitions = jobs.column("partition").to_pylist()
+    used = {p for p, d in zip(partitions, done, strict=True) if d}
+    used_gpus = sum(g for name, g in partition_gpus.items() if name in used)
+
+    def utilization(gpus: int) -> float | None:
+        return float(gpu_s.sum() / (gpus * makespan)) if makespan > 0 and gpus else None
+
     summary: dict[str, Any] = {
         "policy": policy,
         "placement": placement,
@@ -64,13 +73,15 @@ def summarize(
         "median_queue_s": _stat(queue, "median"),
         "p95_queue_s": _stat(queue, "p95"),
         "makespan_s": makespan,
-        "gpu_utilization": util,
+        "gpu_utilization": utilization(used_gpus),
+        "cluster_gpu_utilization": utilization(total_gpus),
         "avg_slowdown": _stat(slowdown, "mean"),
         "preemptions": int(jobs.column("preemptions").to_numpy()[done].sum()),
         "restarts": int(jobs.column("restarts").to_numpy()[done].sum()),
         "gpu_seconds": float(gpu_s.sum()),
         "lost_gpu_seconds": float(jobs.column("lost_gpu_seconds").to_numpy()[done].sum()),
         "total_gpus": total_gpus,
+        "partition_gpus_used": used_gpus,
         "sim_wall_s": sim_wall_s,
     }
     if extra:

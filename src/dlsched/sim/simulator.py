@@ -174,7 +174,9 @@ class Simulator:
         timeline = self.timeline.to_table(start, end)
         summary = summarize(
             jobs,
-            total_gpus=self.state.total_gpus,
+            partition_gpus=dict(
+                zip(self.state.pool_names, self.state.pool_total_gpus, strict=True)
+            ),
             policy=self.policy.name,
             placement=self.placer.name,
             sim_wall_s=wall,
