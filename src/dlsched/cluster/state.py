@@ -16,7 +16,7 @@ Contracts:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from heapq import heappop, heappush
@@ -297,26 +297,33 @@ class ClusterState:
         else:
             self.pool_up_gpus[pool] -= self.node_gpus[node]
 
+    def begin_tentative(self) -> None:
+        """Start recording changes so :meth:`rollback` can undo them (no nesting)."""
+        if self._undo is not None:
+            raise RuntimeError("tentative changes do not nest")
+        self._undo = []
+
+    def rollback(self) -> None:
+        """Undo every allocate/release since :meth:`begin_tentative`, newest first."""
+        undo, self._undo = self._undo, None
+        if undo is None:
+            raise RuntimeError("rollback() without begin_tentative()")
+        for was_allocate, placement, milli, cpus, mem in reversed(undo):
+            if was_allocate:
+                self.release(placement, milli, cpus, mem)
+            else:
+                self.allocate(placement, milli, cpus, mem)
+
     @contextmanager
     def tentative(self) -> Iterator[ClusterState]:
         """Allocations and releases made inside the block are undone when it exits (also on
         error), so the state afterwards equals the state before."""
-        if self._undo is not None:
-            raise RuntimeError("tentative() blocks do not nest")
-        self._undo = []
+        self.begin_tentative()
         try:
             yield self
         finally:
-            undo, self._undo = self._undo, None
-            for was_allocate, placement, milli, cpus, mem in reversed(undo):
-                if was_allocate:
-                    self.release(placement, milli, cpus, mem)
-                else:
-                    self.allocate(placement, milli, cpus, mem)
+            self.rollback()
 
     def busy_gpus(self, pool: int) -> float:
         return self.pool_used_milli[pool] / WHOLE
 
-    def holders_check(self) -> Sequence[int]:
-        """Free whole-GPU count per node (for tests and invariant checks)."""
-        return tuple(self.free_whole)

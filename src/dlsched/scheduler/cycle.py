@@ -141,7 +141,10 @@ class Scheduler:
         heap = self.pools[pool].heap
         state, place = self.state, self.placer.place
         starts: list[Start] = []
-        with state.tentative():
+        # The first placement needs no bookkeeping; only if a second job is tried must the
+        # first one's resources look taken, so tentative recording starts then.
+        recording = False
+        try:
             while heap:
                 job = heap[0][1]
                 d = job.demand
@@ -150,9 +153,14 @@ class Scheduler:
                     break
                 heappop(heap)
                 starts.append(Start(job, placement))
-                # Only the next job's placement needs to see this one (usually there is none).
                 if heap:
+                    if not recording:
+                        state.begin_tentative()
+                        recording = True
                     state.allocate(placement, d.milli, d.cpus, d.memory_mib)
+        finally:
+            if recording:
+                state.rollback()
         return Plan(tuple(starts)) if starts else EMPTY_PLAN
 
     def _backfill_cycle(self, pool: int) -> Plan:
