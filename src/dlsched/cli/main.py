@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from dlsched.cli.analyze_cmd import analyze
 from dlsched.cli.compare_cmd import compare
 from dlsched.cli.demo_cmd import demo
 from dlsched.cli.list_cmd import list_app
@@ -24,6 +25,7 @@ app.add_typer(preset_app, name="preset")
 app.command()(simulate)
 app.command()(compare)
 app.command()(demo)
+app.command()(analyze)
 
 
 if __name__ == "__main__":
