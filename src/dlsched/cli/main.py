@@ -8,6 +8,7 @@ from dlsched.cli.analyze_cmd import analyze
 from dlsched.cli.compare_cmd import compare
 from dlsched.cli.demo_cmd import demo
 from dlsched.cli.list_cmd import list_app
+from dlsched.cli.predict_cmd import predict_app
 from dlsched.cli.preset_cmd import preset_app
 from dlsched.cli.simulate_cmd import simulate
 from dlsched.cli.trace_cmd import trace_app
@@ -22,6 +23,7 @@ app = typer.Typer(
 app.add_typer(trace_app, name="trace")
 app.add_typer(list_app, name="list")
 app.add_typer(preset_app, name="preset")
+app.add_typer(predict_app, name="predict")
 app.command()(simulate)
 app.command()(compare)
 app.command()(demo)
