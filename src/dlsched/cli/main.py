@@ -7,10 +7,13 @@ import typer
 from dlsched.cli.analyze_cmd import analyze
 from dlsched.cli.compare_cmd import compare
 from dlsched.cli.demo_cmd import demo
+from dlsched.cli.energy_cmd import energy_app
 from dlsched.cli.list_cmd import list_app
+from dlsched.cli.perf_cmd import perf_app
 from dlsched.cli.predict_cmd import predict_app
 from dlsched.cli.preset_cmd import preset_app
 from dlsched.cli.simulate_cmd import simulate
+from dlsched.cli.synth_cmd import synth
 from dlsched.cli.trace_cmd import trace_app
 
 app = typer.Typer(
@@ -24,6 +27,9 @@ app.add_typer(trace_app, name="trace")
 app.add_typer(list_app, name="list")
 app.add_typer(preset_app, name="preset")
 app.add_typer(predict_app, name="predict")
+app.add_typer(perf_app, name="perf")
+app.add_typer(energy_app, name="energy")
+trace_app.command(name="synth")(synth)
 app.command()(simulate)
 app.command()(compare)
 app.command()(demo)

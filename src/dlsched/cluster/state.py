@@ -326,4 +326,3 @@ class ClusterState:
 
     def busy_gpus(self, pool: int) -> float:
         return self.pool_used_milli[pool] / WHOLE
-
