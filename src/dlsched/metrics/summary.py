@@ -25,12 +25,16 @@ def summarize(
     placement: str,
     sim_wall_s: float,
     extra: dict[str, Any] | None = None,
+    idle_w_per_gpu: float = 0.0,
+    busy_extra_w_per_gpu: float = 0.0,
 ) -> dict[str, Any]:
     """Summary of the finished jobs of a run. Times in seconds. ``gpu_utilization`` is GPU-time
     held (including restore stalls) over GPUs × makespan, counting the GPUs of the partitions
     that ran jobs (so a run restricted to some VCs is not diluted by the others);
     ``cluster_gpu_utilization`` counts every GPU. The makespan runs from the first submission
-    to the last completion. Statistics of an empty set are null."""
+    to the last completion. Statistics of an empty set are null. Energy: every node is powered
+    for the whole makespan (no power management), drawing ``idle_w_per_gpu`` per GPU slot, plus
+    ``busy_extra_w_per_gpu`` per GPU-second held by jobs."""
     status = jobs.column("status").to_numpy(zero_copy_only=False)
     done = status == "finished"
     col = {
@@ -54,6 +58,9 @@ def summarize(
     partitions = jobs.column("partition").to_pylist()
     used = {p for p, d in zip(partitions, done, strict=True) if d}
     used_gpus = sum(g for name, g in partition_gpus.items() if name in used)
+
+    idle_j = total_gpus * idle_w_per_gpu * makespan
+    busy_j = float(gpu_s.sum()) * busy_extra_w_per_gpu
 
     def utilization(gpus: int) -> float | None:
         return float(gpu_s.sum() / (gpus * makespan)) if makespan > 0 and gpus else None
@@ -80,6 +87,9 @@ def summarize(
         "restarts": int(jobs.column("restarts").to_numpy()[done].sum()),
         "gpu_seconds": float(gpu_s.sum()),
         "lost_gpu_seconds": float(jobs.column("lost_gpu_seconds").to_numpy()[done].sum()),
+        "energy_kwh": (idle_j + busy_j) / 3.6e6,
+        "energy_idle_kwh": idle_j / 3.6e6,
+        "energy_busy_kwh": busy_j / 3.6e6,
         "total_gpus": total_gpus,
         "partition_gpus_used": used_gpus,
         "sim_wall_s": sim_wall_s,

@@ -3,6 +3,7 @@ component that uses it. Everything needed to rerun is here (plus the trace and c
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -43,6 +44,25 @@ class FaultConfig:
 
 
 @dataclass(frozen=True)
+class PowerConfig:
+    """Energy accounting, per GPU slot of a node (so nodes of any size scale): a powered node
+    draws ``idle_w_per_gpu`` × its GPUs, plus ``busy_extra_w_per_gpu`` for each GPU held by a
+    job. Defaults: an 8-GPU NVIDIA DGX-1 (V100) draws at most 3,500 W (data sheet), taken as a
+    busy node; idle as half of that (Barroso and Hölzle, IEEE Computer 40(12), 2007) — the same
+    figures as ``dlsched energy replay``. Estimates, not measurements: set them for real
+    hardware."""
+
+    idle_w_per_gpu: float = 1750.0 / 8
+    busy_extra_w_per_gpu: float = 1750.0 / 8
+
+    def __post_init__(self) -> None:
+        for name in ("idle_w_per_gpu", "busy_extra_w_per_gpu"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be finite and >= 0, got {value}")
+
+
+@dataclass(frozen=True)
 class SimConfig:
     """One run. ``estimator``: duration estimator by name (for policies that need one, e.g.
     QSSF); it is seeded with ``seed``. ``use_partitions``: jobs run only in their trace's VC
@@ -58,6 +78,7 @@ class SimConfig:
     use_partitions: bool = True
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     faults: FaultConfig = field(default_factory=FaultConfig)
+    power: PowerConfig = field(default_factory=PowerConfig)
     timeline_step_s: float = 60.0
     every_round: bool = False
 
@@ -69,4 +90,5 @@ class SimConfig:
         data = dict(data)
         ckpt = CheckpointConfig(**data.pop("checkpoint", {}))
         faults = FaultConfig(**data.pop("faults", {}))
-        return cls(checkpoint=ckpt, faults=faults, **data)
+        power = PowerConfig(**data.pop("power", {}))
+        return cls(checkpoint=ckpt, faults=faults, power=power, **data)

@@ -180,6 +180,8 @@ class Simulator:
             policy=self.policy.name,
             placement=self.placer.name,
             sim_wall_s=wall,
+            idle_w_per_gpu=self.config.power.idle_w_per_gpu,
+            busy_extra_w_per_gpu=self.config.power.busy_extra_w_per_gpu,
             extra={
                 "failures": self.failures,
                 "events": self.engine.events_processed,
