@@ -11,9 +11,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +45,7 @@ from dlsched.analysis.figures import (
     user_concentration_figure,
     vc_figure,
 )
+from dlsched.outdir import check_replaceable, write_directory
 
 STATS_VERSION = 1
 INDEX, STATS = "index.html", "stats.json"
@@ -90,13 +88,8 @@ def write_report(out: str | Path, report: Characterization, source: TraceInput) 
     Raises :class:`ReportDirError` when ``out`` exists and is a file or a directory holding
     anything a report does not write (it is never deleted for a report).
     """
-    out = Path(out)
-    check_report_target(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        # mkdtemp makes the directory private; a report is meant to be read by others too.
-        tmp.chmod(0o755)
+
+    def fill(tmp: Path) -> None:
         written: set[str] = set()
         for name, figure in report_figures(report).items():
             figure.savefig(tmp / name)
@@ -104,32 +97,13 @@ def write_report(out: str | Path, report: Characterization, source: TraceInput) 
         stats = report_stats(report, source)
         (tmp / STATS).write_text(json.dumps(stats, indent=1, allow_nan=False) + "\n")
         (tmp / INDEX).write_text(render_html(report, source, written), encoding="utf-8")
-        old = None
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / out.name)
-        os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+
+    return write_directory(out, REPORT_FILES, "report directory", fill, ReportDirError)
 
 
 def check_report_target(out: Path) -> None:
     """Refuse an ``out`` that exists and is not a (possibly empty) report directory."""
-    if not out.exists() and not out.is_symlink():
-        return
-    if out.is_symlink() or not out.is_dir():
-        raise ReportDirError(f"--out {out}: exists and is not a directory; refusing to replace it")
-    others = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)
-    if others:
-        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
-        raise ReportDirError(
-            f"--out {out}: exists and is not a dlsched report directory (holds {shown}); "
-            "refusing to replace it"
-        )
+    check_replaceable(out, REPORT_FILES, "report directory", ReportDirError)
 
 
 def report_figures(report: Characterization) -> dict[str, Figure]:

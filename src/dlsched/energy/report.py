@@ -12,9 +12,6 @@ import dataclasses
 import html
 import json
 import math
-import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ from dlsched.energy.replay import (
     reported_horizons,
 )
 from dlsched.energy.series import STEP_S, STEPS_PER_DAY
+from dlsched.outdir import check_replaceable, write_directory
 
 STATS_VERSION = 1
 INDEX, STATS = "index.html", "stats.json"
@@ -71,49 +69,19 @@ def write_report(out: str | Path, result: ReplayResult) -> Path:
     """
     from dlsched.energy.figures import accuracy_figure, nodes_figure
 
-    out = Path(out)
-    check_report_target(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # os.mkdir honours the umask (mkdtemp would make a private 0700 directory).
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    os.mkdir(tmp)
-    try:
+    def fill(tmp: Path) -> None:
         nodes_figure(result).savefig(tmp / NODES_PNG)
         accuracy_figure(result).savefig(tmp / ACCURACY_PNG)
         stats = report_stats(result)
         (tmp / STATS).write_text(json.dumps(stats, indent=1, allow_nan=False) + "\n")
         (tmp / INDEX).write_text(render_html(result, stats), encoding="utf-8")
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}-{uuid.uuid4().hex}"
-            os.replace(out, old)
-        try:
-            os.replace(tmp, out)
-        except BaseException:
-            if old is not None:
-                os.replace(old, out)
-            raise
-        if old is not None:
-            shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+
+    return write_directory(out, REPORT_FILES, "energy report", fill, ReportDirError)
 
 
 def check_report_target(out: Path) -> None:
     """Refuse an ``out`` that exists and is not a (possibly empty) replay report directory."""
-    if not out.exists() and not out.is_symlink():
-        return
-    if out.is_symlink() or not out.is_dir():
-        raise ReportDirError(f"--out {out}: exists and is not a directory; refusing to replace it")
-    others = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)
-    if others:
-        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
-        raise ReportDirError(
-            f"--out {out}: exists and is not a dlsched energy report (holds {shown}); "
-            "refusing to replace it"
-        )
+    check_replaceable(out, REPORT_FILES, "energy report", ReportDirError)
 
 
 def report_stats(result: ReplayResult) -> dict[str, Any]:

@@ -7,14 +7,14 @@ renamed into place at the end, so a crash never leaves a half-written run behind
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from dlsched.outdir import check_replaceable as check_directory
+from dlsched.outdir import write_directory
 
 RUN_FILES = ("jobs.parquet", "timeline.parquet", "config.json", "summary.json")
 
@@ -24,20 +24,9 @@ class RunDirError(ValueError):
 
 
 def check_replaceable(out: Path) -> None:
-    """Refuse an ``out`` that exists and is not a run directory: writing a run replaces
-    whatever is at ``out``, and a directory holding anything else (``.``, a home directory, a
-    folder of results) must never be deleted for it. An empty directory may be replaced."""
-    if not out.exists() and not out.is_symlink():
-        return
-    if out.is_symlink() or not out.is_dir():
-        raise RunDirError(f"{out}: exists and is not a directory; refusing to replace it")
-    others = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
-    if others:
-        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
-        raise RunDirError(
-            f"{out}: exists and is not a dlsched run directory (holds {shown}); "
-            "refusing to replace it"
-        )
+    """Refuse an ``out`` that exists and is not a run directory (see
+    :func:`dlsched.outdir.check_replaceable`)."""
+    check_directory(out, RUN_FILES, "run directory", RunDirError)
 
 
 def write_run(
@@ -49,34 +38,14 @@ def write_run(
 ) -> Path:
     """Write a run directory atomically, replacing any previous run at ``out`` (and nothing
     else: see :func:`check_replaceable`)."""
-    out = Path(out)
-    check_replaceable(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # os.mkdir (unlike tempfile.mkdtemp, which makes 0700 directories) honours the umask, so
-    # a run directory gets the permissions any directory the user creates would get.
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    os.mkdir(tmp)
-    try:
+
+    def fill(tmp: Path) -> None:
         pq.write_table(jobs, tmp / "jobs.parquet")
         pq.write_table(timeline, tmp / "timeline.parquet")
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}-{uuid.uuid4().hex}"
-            os.replace(out, old)
-        try:
-            os.replace(tmp, out)
-        except BaseException:
-            if old is not None:
-                os.replace(old, out)
-            raise
-        if old is not None:
-            shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+
+    return write_directory(out, RUN_FILES, "run directory", fill, RunDirError)
 
 
 def read_summary(run: str | Path) -> dict[str, Any]:
