@@ -9,7 +9,6 @@ written whole or not at all: files go to a fresh sibling directory renamed into 
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,10 @@ from dlsched.analysis.figures import (
     user_concentration_figure,
     vc_figure,
 )
+from dlsched.analysis.html import escape as _e
+from dlsched.analysis.html import page_start
+from dlsched.analysis.html import paragraph as _p
+from dlsched.analysis.html import table as _table
 from dlsched.outdir import check_replaceable, write_directory
 
 STATS_VERSION = 1
@@ -162,11 +165,7 @@ def render_html(report: Characterization, source: TraceInput, figures: Iterable[
     present = set(figures)
     title = f"Workload characterization: {Path(source.path).name}"
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>",
-        f"<h1>{_e(title)}</h1>",
+        *page_start(title, CSS),
         _overview_html(report, source),
         _contents_html(report),
     ]
@@ -458,24 +457,10 @@ def _vcs_html(section: VcTable) -> tuple[str, str]:
     return _p(intro), _table(head, rows)
 
 
-def _p(text: str) -> str:
-    return f"<p>{_e(text)}</p>"
-
-
 def _pairs(rows: Sequence[tuple[str, str]]) -> str:
     """A two-column table of labels and values, without a header."""
     body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return f'<table class="pairs">{body}</table>'
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    th = "".join(f"<th>{_e(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 def _pct(share: float) -> str:

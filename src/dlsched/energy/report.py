@@ -9,12 +9,15 @@ does), and an existing ``out`` is replaced only when it is empty or holds a prev
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+from dlsched.analysis.html import escape as _e
+from dlsched.analysis.html import page_start
+from dlsched.analysis.html import paragraph as _p
+from dlsched.analysis.html import table as _table
 from dlsched.energy.replay import (
     DGX1_SOURCE,
     IDLE_SOURCE,
@@ -233,11 +236,7 @@ def render_html(result: ReplayResult, stats: dict[str, Any]) -> str:
             )
         table_rows.append(cells)
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>",
-        f"<h1>{_e(title)}</h1>",
+        *page_start(title, CSS),
         _p(
             f"Evaluated over the test window, {window['first_step']} … {window['last_step']} "
             f"({window['steps']:,} ten-minute steps, {window['days']:.1f} days): the only window "
@@ -433,20 +432,6 @@ def _num(value: float, digits: int) -> str:
 
 def _pct(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{100 * value:.2f} %"
-
-
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
-
-
-def _p(text: str) -> str:
-    return f"<p>{_e(text)}</p>"
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    th = "".join(f"<th>{_e(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
 CSS = (
