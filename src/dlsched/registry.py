@@ -38,6 +38,13 @@ def discover(package: str, base: type[T]) -> dict[str, type[T]]:
     return found
 
 
+def lookup(found: dict[str, type[T]], name: str, kind: str) -> type[T]:
+    """The class registered as ``name``; a ValueError naming every ``kind`` available if none."""
+    if name not in found:
+        raise ValueError(f"unknown {kind} {name!r}; available: {', '.join(sorted(found))}")
+    return found[name]
+
+
 def _convert(text: str, annotation: Any, field: str) -> Any:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)

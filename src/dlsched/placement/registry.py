@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from dlsched.placement.base import Placer
-from dlsched.registry import discover
+from dlsched.registry import discover, lookup
 
 
 @cache
@@ -16,7 +16,4 @@ def placers() -> dict[str, type[Placer]]:
 
 def create_placer(name: str, seed: int = 0) -> Placer:
     """A placer instance; seeded placers receive ``seed``."""
-    found = placers()
-    if name not in found:
-        raise ValueError(f"unknown placement {name!r}; available: {', '.join(sorted(found))}")
-    return found[name](seed=seed)
+    return lookup(placers(), name, "placement")(seed=seed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 
 from dlsched.policy.base import Policy
-from dlsched.registry import build, discover
+from dlsched.registry import build, discover, lookup
 
 
 @cache
@@ -17,7 +17,4 @@ def policies() -> dict[str, type[Policy]]:
 
 def create_policy(name: str, options: dict[str, str] | None = None) -> Policy:
     """A policy instance from its name and text options; a clear error for unknown names."""
-    found = policies()
-    if name not in found:
-        raise ValueError(f"unknown policy {name!r}; available: {', '.join(sorted(found))}")
-    return build(found[name], options or {})
+    return build(lookup(policies(), name, "policy"), options or {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from dlsched.perf.duration.base import DurationEstimator
-from dlsched.registry import discover
+from dlsched.registry import discover, lookup
 
 
 @cache
@@ -16,7 +16,4 @@ def estimators() -> dict[str, type[DurationEstimator]]:
 
 def create_estimator(name: str, seed: int = 0) -> DurationEstimator:
     """An estimator instance by name; every estimator takes a ``seed``."""
-    found = estimators()
-    if name not in found:
-        raise ValueError(f"unknown estimator {name!r}; available: {', '.join(sorted(found))}")
-    return found[name](seed=seed)  # type: ignore[call-arg]
+    return lookup(estimators(), name, "estimator")(seed=seed)  # type: ignore[call-arg]
