@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -75,10 +73,8 @@ def test_bad_arguments(kwargs: dict[str, object]) -> None:
         synthetic_trace(**args)  # type: ignore[arg-type]
 
 
-def test_a_million_jobs_in_a_couple_of_seconds() -> None:
-    start = time.perf_counter()
+def test_a_million_jobs_are_generated() -> None:
+    """Generation time is measured in bench/sim_throughput.py, not asserted here."""
     trace = synthetic_trace(1_000_000, seed=5, vcs=["a", "b", "c"])
-    elapsed = time.perf_counter() - start
     assert len(trace) == 1_000_000
-    # Measured about 0.7 s; the bound leaves room for slow CI machines.
-    assert elapsed < 6.0
+    assert set(trace.column("vc").to_pylist()) == {"a", "b", "c"}

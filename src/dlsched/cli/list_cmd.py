@@ -7,9 +7,10 @@ import typer
 from dlsched.cluster.builtin import list_builtin_clusters
 from dlsched.placement.registry import placers
 from dlsched.policy.registry import policies
+from dlsched.power.registry import power_managers
 
 list_app = typer.Typer(
-    help="List policies, placements and built-in clusters.", no_args_is_help=True
+    help="List policies, placements, power managers and built-in clusters.", no_args_is_help=True
 )
 
 
@@ -32,3 +33,10 @@ def list_clusters() -> None:
     """Built-in cluster specifications."""
     for name, text in sorted(list_builtin_clusters().items()):
         typer.echo(f"{name:14s} {text}")
+
+
+@list_app.command("power-managers")
+def list_power_managers() -> None:
+    """Node power managers for ``simulate --power-manager``."""
+    for name, cls in sorted(power_managers().items()):
+        typer.echo(f"{name:12s} {cls.description}")

@@ -15,17 +15,24 @@ from dlsched.metrics.rundir import check_replaceable
 from dlsched.policy.registry import policies
 from dlsched.presets import get_preset
 from dlsched.runner import Experiment, Selection, run_experiment
-from dlsched.sim.config import CheckpointConfig, FaultConfig, SimConfig
+from dlsched.sim.config import CheckpointConfig, FaultConfig, PowerConfig, SimConfig
 
 BACKFILL_OPTION = "allow_backfill"
+POWER_KEYS = (
+    "energy_kwh",
+    "energy_saved_fraction",
+    "mean_powered_off_nodes",
+    "wakeups",
+    "extra_queue_fraction",
+)
 
 
-def parse_options(items: list[str]) -> dict[str, str]:
+def parse_options(items: list[str], flag: str = "--policy-opt") -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--policy-opt expects KEY=VALUE, got {item!r}")
+            raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
@@ -104,6 +111,20 @@ def simulate(
         str | None, typer.Option(help="CSV node,fail_time,repair_time of outages.")
     ] = None,
     timeline_step: Annotated[float, typer.Option(help="Timeline sampling step (s).")] = 60.0,
+    power_manager: Annotated[
+        str | None,
+        typer.Option(help="Node power manager: ces or reactive (default: nodes always on)."),
+    ] = None,
+    power_opt: Annotated[
+        list[str] | None, typer.Option(help="Power manager option KEY=VALUE (repeatable).")
+    ] = None,
+    wake_latency: Annotated[
+        float, typer.Option(help="Seconds a powered-off node takes to boot.")
+    ] = 300.0,
+    power_baseline: Annotated[
+        bool,
+        typer.Option(help="With --power-manager: also run without it and report the difference."),
+    ] = True,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Replay a trace on a cluster under a policy; write jobs, timeline, config and summary to
@@ -124,6 +145,12 @@ def simulate(
             checkpoint=CheckpointConfig(interval_s=checkpoint_interval),
             faults=FaultConfig(file=faults, mtbf_s=mtbf, mttr_s=mttr),
             timeline_step_s=timeline_step,
+            power=PowerConfig(
+                manager=power_manager,
+                manager_options=parse_options(power_opt or [], "--power-opt"),
+                wake_latency_s=wake_latency,
+                compare_baseline=power_baseline,
+            ),
         )
         selection = Selection(
             start=start,
@@ -158,7 +185,9 @@ def simulate(
             "gpu_utilization",
             "preemptions",
             "sim_wall_s",
+            *POWER_KEYS,
         )
+        if k in s
     }
     typer.echo(json.dumps(shown, indent=2))
     if s["trace_rows_rejected"]:

@@ -115,6 +115,15 @@ class ClusterState:
         """Free GPU capacity of a pool's up nodes, in GPUs (fractions count)."""
         return self.pool_up_gpus[pool] - self.pool_used_milli[pool] / WHOLE
 
+    def node_idle(self, node: int) -> bool:
+        """Whether ``node`` holds no GPU share, CPU or memory of any job."""
+        return (
+            self.free_whole[node] == self.node_gpus[node]
+            and all(f == WHOLE for f in self.free_milli[node])
+            and self.free_cpus[node] >= self.cpu_cap[node] - 1e-6
+            and self.free_mem[node] >= self.mem_cap[node] - 1e-6
+        )
+
     def node_fits_extras(self, node: int, cpus: float, memory_mib: float) -> bool:
         return self.free_cpus[node] >= cpus and self.free_mem[node] >= memory_mib
 

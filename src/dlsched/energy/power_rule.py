@@ -144,20 +144,29 @@ def apply_rule(
         on[i] = current
         if i < h or i < hold_until:
             continue
-        falling = (csum[i] - csum[i - h]) / h - now >= params.his_th
-        lower = now - near[i] >= params.fut_th
-        no_rebound = near[i] >= far[i]
-        target = min(current, now + b)
-        if (
-            falling
-            and lower
-            and no_rebound
-            and current - target >= params.de_th
-            and target < current
-        ):
+        target = shrink_target(
+            params, (csum[i] - csum[i - h]) / h, now, float(near[i]), float(far[i]), current
+        )
+        if target is not None:
             on[i] = target
             events.append(RuleEvent(i, "shrink", current, target, now, 0))
     return RuleOutcome(on, tuple(events))
+
+
+def shrink_target(
+    params: RuleParams, history_mean: float, busy: int, near: float, far: float, on: int
+) -> int | None:
+    """The shrink decision of one step (rule 2 of the module docstring), once the history
+    window is full and the hold-off has passed: ``history_mean`` of busy nodes over the ``H``
+    steps before, ``busy`` now, ``near``/``far`` the mean forecasts for the next ``F`` and
+    ``2F`` steps, ``on`` nodes powered now. Returns the nodes to keep on, or None to keep all."""
+    falling = history_mean - busy >= params.his_th
+    lower = busy - near >= params.fut_th
+    no_rebound = near >= far
+    target = min(on, busy + params.buffer)
+    if falling and lower and no_rebound and on - target >= params.de_th and target < on:
+        return target
+    return None
 
 
 def _check_inputs(

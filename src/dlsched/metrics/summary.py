@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,14 +28,17 @@ def summarize(
     extra: dict[str, Any] | None = None,
     idle_w_per_gpu: float = 0.0,
     busy_extra_w_per_gpu: float = 0.0,
+    powered_gpus: Sequence[tuple[float, int]] | None = None,
 ) -> dict[str, Any]:
     """Summary of the finished jobs of a run. Times in seconds. ``gpu_utilization`` is GPU-time
     held (including restore stalls) over GPUs × makespan, counting the GPUs of the partitions
     that ran jobs (so a run restricted to some VCs is not diluted by the others);
     ``cluster_gpu_utilization`` counts every GPU. The makespan runs from the first submission
-    to the last completion. Statistics of an empty set are null. Energy: every node is powered
-    for the whole makespan (no power management), drawing ``idle_w_per_gpu`` per GPU slot, plus
-    ``busy_extra_w_per_gpu`` per GPU-second held by jobs."""
+    to the last completion. Statistics of an empty set are null. Energy: each powered GPU slot
+    draws ``idle_w_per_gpu``, plus ``busy_extra_w_per_gpu`` per GPU-second held by jobs.
+    ``powered_gpus`` lists ``(time, GPU slots powered from then on)`` change points in time
+    order (first at -inf); without it every node is powered for the whole makespan.
+    ``energy_always_on_kwh`` is the same run's energy had every node stayed on."""
     status = jobs.column("status").to_numpy(zero_copy_only=False)
     done = status == "finished"
     col = {
@@ -45,10 +49,8 @@ def summarize(
     queue = col["queue_s"][done]
     run = col["run_time_s"][done]
     gpu_s = jobs.column("gpu_seconds").to_numpy()[done]
-    if done.any():
-        makespan = float(np.max(col["end_s"][done]) - np.min(col["submit_s"][done]))
-    else:
-        makespan = 0.0
+    start, end = makespan_window(jobs)
+    makespan = end - start
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(run > 0, jct / run, np.nan)
     slowdown = slowdown[np.isfinite(slowdown)]
@@ -59,7 +61,11 @@ def summarize(
     used = {p for p, d in zip(partitions, done, strict=True) if d}
     used_gpus = sum(g for name, g in partition_gpus.items() if name in used)
 
-    idle_j = total_gpus * idle_w_per_gpu * makespan
+    always_on_idle_j = total_gpus * idle_w_per_gpu * makespan
+    if powered_gpus is None:
+        idle_j = always_on_idle_j
+    else:
+        idle_j = idle_w_per_gpu * integrate_steps(powered_gpus, start, end)
     busy_j = float(gpu_s.sum()) * busy_extra_w_per_gpu
 
     def utilization(gpus: int) -> float | None:
@@ -90,6 +96,7 @@ def summarize(
         "energy_kwh": (idle_j + busy_j) / 3.6e6,
         "energy_idle_kwh": idle_j / 3.6e6,
         "energy_busy_kwh": busy_j / 3.6e6,
+        "energy_always_on_kwh": (always_on_idle_j + busy_j) / 3.6e6,
         "total_gpus": total_gpus,
         "partition_gpus_used": used_gpus,
         "sim_wall_s": sim_wall_s,
@@ -99,4 +106,52 @@ def summarize(
     return {
         k: (None if isinstance(v, float) and not math.isfinite(v) else v)
         for k, v in summary.items()
+    }
+
+
+def makespan_window(jobs: pa.Table) -> tuple[float, float]:
+    """First submission and last completion of the finished jobs ((0, 0) if none)."""
+    done = jobs.column("status").to_numpy(zero_copy_only=False) == "finished"
+    if not done.any():
+        return 0.0, 0.0
+    submit = jobs.column("submit_s").to_numpy(zero_copy_only=False)[done]
+    end = jobs.column("end_s").to_numpy(zero_copy_only=False)[done]
+    return float(np.min(submit)), float(np.max(end))
+
+
+def integrate_steps(points: Sequence[tuple[float, float]], start: float, end: float) -> float:
+    """Integral over ``[start, end]`` of the step function that takes value ``v`` from ``t``
+    on for each ``(t, v)`` of ``points`` (time-ordered; 0 before the first)."""
+    total = 0.0
+    for k, (t, value) in enumerate(points):
+        nxt = points[k + 1][0] if k + 1 < len(points) else math.inf
+        lo, hi = max(t, start), min(nxt, end)
+        if hi > lo:
+            total += value * (hi - lo)
+    return total
+
+
+def baseline_comparison(managed: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """How a power-managed run compares with the same run with every node always on: energy
+    saved (kWh and fraction of the baseline's), and queueing delay and JCT added (seconds and
+    fraction). Fractions are null when the baseline's figure is 0 or missing."""
+
+    def fraction(delta: float | None, base: float | None) -> float | None:
+        return None if delta is None or not base else delta / base
+
+    def diff(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else a - b
+
+    saved = diff(baseline["energy_kwh"], managed["energy_kwh"])
+    extra_queue = diff(managed["avg_queue_s"], baseline["avg_queue_s"])
+    extra_jct = diff(managed["avg_jct_s"], baseline["avg_jct_s"])
+    return {
+        "baseline_energy_kwh": baseline["energy_kwh"],
+        "energy_saved_vs_baseline_kwh": saved,
+        "energy_saved_vs_baseline_fraction": fraction(saved, baseline["energy_kwh"]),
+        "baseline_avg_queue_s": baseline["avg_queue_s"],
+        "extra_queue_s": extra_queue,
+        "extra_queue_fraction": fraction(extra_queue, baseline["avg_queue_s"]),
+        "baseline_avg_jct_s": baseline["avg_jct_s"],
+        "extra_jct_fraction": fraction(extra_jct, baseline["avg_jct_s"]),
     }

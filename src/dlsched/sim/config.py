@@ -50,13 +50,23 @@ class PowerConfig:
     job. Defaults: an 8-GPU NVIDIA DGX-1 (V100) draws at most 3,500 W (data sheet), taken as a
     busy node; idle as half of that (Barroso and Hölzle, IEEE Computer 40(12), 2007) — the same
     figures as ``dlsched energy replay``. Estimates, not measurements: set them for real
-    hardware."""
+    hardware. A powered-off node draws nothing; a booting one draws idle power.
+
+    ``manager``: a node power manager by name (``dlsched list power-managers``; None: every
+    node always on) with text ``manager_options``. A woken node takes ``wake_latency_s`` to
+    boot (default 300 s, an assumed server boot time, not a measured one). With
+    ``compare_baseline`` a managed run also runs the same setup without power management and
+    reports the energy saved and queueing added against it."""
 
     idle_w_per_gpu: float = 1750.0 / 8
     busy_extra_w_per_gpu: float = 1750.0 / 8
+    manager: str | None = None
+    manager_options: dict[str, str] = field(default_factory=dict)
+    wake_latency_s: float = 300.0
+    compare_baseline: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("idle_w_per_gpu", "busy_extra_w_per_gpu"):
+        for name in ("idle_w_per_gpu", "busy_extra_w_per_gpu", "wake_latency_s"):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
                 raise ValueError(f"{name} must be finite and >= 0, got {value}")

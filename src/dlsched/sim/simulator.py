@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time as wallclock
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -21,7 +21,7 @@ import pyarrow as pa
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import WHOLE, ClusterState, Demand
 from dlsched.metrics.jobs import JobRecords
-from dlsched.metrics.summary import summarize
+from dlsched.metrics.summary import baseline_comparison, makespan_window, summarize
 from dlsched.metrics.timeline import TimelineRecorder
 from dlsched.perf.duration.base import DurationEstimator
 from dlsched.perf.duration.registry import create_estimator, estimators
@@ -29,27 +29,32 @@ from dlsched.perf.model import PerfModel, ReplayModel
 from dlsched.placement.registry import create_placer
 from dlsched.policy.base import Policy
 from dlsched.policy.registry import create_policy
+from dlsched.power.registry import create_power_manager
 from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import Plan
 from dlsched.sim.config import SimConfig
 from dlsched.sim.engine import Engine
 from dlsched.sim.faults import MtbfModel, read_outages
 from dlsched.sim.job import DONE, PENDING, RUNNING, SimJob
+from dlsched.sim.power_states import NodePower
 from dlsched.trace.schema import Trace
 
-P_NODE, P_FINISH, P_ARRIVAL, P_CYCLE = 0, 1, 2, 3
+P_NODE, P_FINISH, P_ARRIVAL, P_CYCLE, P_POWER = 0, 1, 2, 3, 4
 ProgressFn = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """Everything a run produced: per-job records, the sampled timeline and the summary."""
+    """Everything a run produced: per-job records, the sampled timeline and the summary; with
+    ``record_segments``, every allocation interval and node power transition
+    ``(time, node, state)`` (states of :mod:`dlsched.sim.power_states`)."""
 
     jobs: pa.Table
     timeline: pa.Table
     summary: dict[str, Any]
     config: SimConfig
     segments: list[Segment] | None = None
+    power_transitions: list[tuple[float, int, int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,21 @@ class Simulator:
         self.state = ClusterState(cluster, config.use_partitions)
         self.scheduler = Scheduler(self.policy, self.placer, self.state)
         self.engine = Engine()
+        power = config.power
+        manager = (
+            None
+            if power.manager is None
+            else create_power_manager(power.manager, power.manager_options)
+        )
+        self.power = NodePower(
+            self.state,
+            power.wake_latency_s,
+            lambda at, fn, node: self.engine.schedule(at, P_NODE, fn, node),
+            self._on_node_ready,
+            lambda: self.engine.now,
+            manager,
+        )
+        self._track_nodes = self.power.tracks_idle
         self.progress = progress
         self.interval = self.policy.interval
         # Event-driven policies run a cycle, which samples the timeline, after every instant
@@ -164,6 +184,10 @@ class Simulator:
         if self._submit:
             self._setup_faults()
             self.engine.schedule(self._submit[0], P_ARRIVAL, self._on_arrival)
+            manager = self.power.manager
+            if manager is not None:
+                manager.bind(self._submit[0], self.trace.origin_unix, self.config.seed)
+                self.engine.schedule(self._submit[0], P_POWER, self._on_power_step, 0)
             self.engine.run()
         if self._live:
             raise RuntimeError(f"simulation ended with {self._live} unfinished jobs (a bug)")
@@ -172,6 +196,7 @@ class Simulator:
         start = self._submit[0] if self._submit else 0.0
         end = max(self.engine.now, start)
         timeline = self.timeline.to_table(start, end)
+        managed = self.power.manager is not None
         summary = summarize(
             jobs,
             partition_gpus=dict(
@@ -182,6 +207,7 @@ class Simulator:
             sim_wall_s=wall,
             idle_w_per_gpu=self.config.power.idle_w_per_gpu,
             busy_extra_w_per_gpu=self.config.power.busy_extra_w_per_gpu,
+            powered_gpus=self.power.powered_gpus() if managed else None,
             extra={
                 "failures": self.failures,
                 "events": self.engine.events_processed,
@@ -190,7 +216,15 @@ class Simulator:
                 "seed": self.config.seed,
             },
         )
-        return RunResult(jobs, timeline, summary, self.config, self.segments)
+        if managed:
+            summary.update(self.power.report(*makespan_window(jobs)))
+            always_on = summary["energy_always_on_kwh"]
+            summary["energy_saved_kwh"] = always_on - summary["energy_kwh"]
+            summary["energy_saved_fraction"] = (
+                summary["energy_saved_kwh"] / always_on if always_on else None
+            )
+        transitions = self.power.transitions if self.segments is not None else None
+        return RunResult(jobs, timeline, summary, self.config, self.segments, transitions)
 
     # ---- arrivals ------------------------------------------------------------------------
     def _on_arrival(self, _: Any) -> None:
@@ -287,6 +321,10 @@ class Simulator:
             if plan:
                 self._apply(plan, now)
             self._sample(pool, now)
+            if self._track_nodes:
+                q = self.scheduler.pools[pool]
+                if q.pending_jobs:
+                    self.power.on_demand(pool, q.pending_gpus, q.running_jobs, now)
             if plan.wake_at is not None:
                 self._wake[pool] = plan.wake_at
                 self._next_wake = min(self._next_wake, plan.wake_at)
@@ -325,6 +363,9 @@ class Simulator:
             if self._node_jobs is not None:
                 for node, _ in placement:
                     self._node_jobs[node].add(job)
+            if self._track_nodes:
+                for node, _ in placement:
+                    self.power.node_used(node)
 
     def _stop(self, job: SimJob, now: float, keep_progress: bool = True) -> None:
         """Take a running job off its resources, accounting progress and GPU time."""
@@ -343,6 +384,9 @@ class Simulator:
         if self._node_jobs is not None:
             for node, _ in job.placement:
                 self._node_jobs[node].discard(job)
+        if self._track_nodes:
+            for node, _ in job.placement:
+                self.power.node_freed(node, now)
         job.placement = None
         job.status = PENDING
         job.epoch += 1
@@ -384,6 +428,27 @@ class Simulator:
             q.pending_gpus,
         )
 
+    # ---- power management ----------------------------------------------------------------
+    def _on_power_step(self, step: int) -> None:
+        if self._live == 0 and self._next_row >= len(self._submit):
+            return
+        now = self.engine.now
+        queued = [q.pending_jobs for q in self.scheduler.pools]
+        self.power.decide(step, now, queued)
+        for pool in range(self.state.num_pools):
+            self._sample(pool, now)
+        manager = self.power.manager
+        assert manager is not None
+        nxt = self._submit[0] + (step + 1) * manager.interval_s
+        self.engine.schedule(nxt, P_POWER, self._on_power_step, step + 1)
+
+    def _on_node_ready(self, node: int) -> None:
+        now = self.engine.now
+        pool = self.state.node_pool[node]
+        self._dirty.add(pool)
+        self._sample(pool, now)
+        self._request_cycle(now)
+
     # ---- faults --------------------------------------------------------------------------
     def _setup_faults(self) -> None:
         faults = self.config.faults
@@ -402,7 +467,7 @@ class Simulator:
 
     def _on_fail(self, node: int) -> None:
         now = self.engine.now
-        if not self.state.node_up[node]:
+        if self.power.failed[node]:
             return
         assert self._node_jobs is not None
         interval = self.config.checkpoint.interval_s
@@ -421,7 +486,7 @@ class Simulator:
             job.stall_next = self.config.checkpoint.cost(job.gpus)
             self.scheduler.on_stopped(job, now)
             self._dirty.add(job.pool)
-        self.state.set_node_up(node, False)
+        self.power.set_failed(node, True)
         self.failures += 1
         pool = self.state.node_pool[node]
         self._dirty.add(pool)
@@ -432,9 +497,9 @@ class Simulator:
 
     def _on_repair(self, node: int) -> None:
         now = self.engine.now
-        if self.state.node_up[node]:
+        if not self.power.failed[node]:
             return
-        self.state.set_node_up(node, True)
+        self.power.set_failed(node, False)
         pool = self.state.node_pool[node]
         self._dirty.add(pool)
         self._sample(pool, now)
@@ -451,12 +516,16 @@ def simulate(
     progress: ProgressFn | None = None,
     record_segments: bool = False,
 ) -> RunResult:
-    """Run one simulation and return its records (see :class:`Simulator`)."""
-    return Simulator(
-        trace,
-        cluster,
-        config or SimConfig(),
-        perf,
-        progress=progress,
-        record_segments=record_segments,
+    """Run one simulation and return its records (see :class:`Simulator`). A run with a power
+    manager and ``compare_baseline`` also runs the same setup with every node always on and
+    adds the comparison to its summary (:func:`baseline_comparison`)."""
+    config = config or SimConfig()
+    result = Simulator(
+        trace, cluster, config, perf, progress=progress, record_segments=record_segments
     ).run()
+    power = config.power
+    if power.manager is not None and power.compare_baseline:
+        always_on = replace(power, manager=None, manager_options={})
+        baseline = Simulator(trace, cluster, replace(config, power=always_on), perf).run()
+        result.summary.update(baseline_comparison(result.summary, baseline.summary))
+    return result
