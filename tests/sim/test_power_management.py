@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,9 +16,11 @@ from dlsched.cluster.state import ClusterState
 from dlsched.power.manager import PowerSnapshot
 from dlsched.power.managers.ces import Ces
 from dlsched.power.registry import create_power_manager
+from dlsched.runner import Experiment, Selection, run_experiment
 from dlsched.sim.config import PowerConfig, SimConfig
 from dlsched.sim.power_states import BOOTING, OFF, ON, NodePower
 from dlsched.sim.simulator import Segment, simulate
+from dlsched.trace.bundled import bundled_trace_path
 from dlsched.trace.schema import Trace
 from tests.sim.conftest import assert_no_overcommit
 from tests.sim.test_properties import scenarios
@@ -253,3 +256,19 @@ def test_power_managed_runs_keep_every_invariant(
     if s["jobs"]:
         assert s["energy_kwh"] <= s["energy_always_on_kwh"] + 1e-9
         assert 0 <= s["mean_powered_off_nodes"] <= len(cluster.nodes)
+
+
+@pytest.mark.slow
+def test_ces_can_forecast_with_a_model_trained_on_a_supplied_series(tmp_path: Path) -> None:
+    """A run directory of an earlier always-on run is the training series: the model is used
+    from the first decision and never retrained on simulated time."""
+    week = Selection(end=str(7 * 86_400))
+    trace = str(bundled_trace_path("vc_0e4a51"))
+    run_experiment(Experiment(trace, "32x8", SimConfig(), week), tmp_path / "always-on")
+    options = {"train_series": str(tmp_path / "always-on"), "history": "2", "future": "3"}
+    power = PowerConfig(manager="ces", manager_options=options, compare_baseline=False)
+    s = run_experiment(Experiment(trace, "32x8", SimConfig(power=power), week)).summary
+    assert s["forecast_trainings"] == 0
+    assert s["forecast_model_steps"] > 100
+    assert s["forecast_smape"] < 100.0
+    assert s["energy_kwh"] < s["energy_always_on_kwh"]

@@ -6,7 +6,8 @@ the forecast for ``i+1 … i+H`` may read ``values[0 … i]`` and nothing later.
 - ``lightgbm``: the multi-horizon model of :mod:`dlsched.energy.forecast`, trained on the
   steps seen so far (first 80% to train, last 20% for early stopping, then refit on both) once
   ``min_train_days`` of history exist, and retrained every ``retrain_days``. Until the first
-  model exists it falls back to ``seasonal``.
+  model exists it falls back to ``seasonal``. Given a ``pretrained`` model (trained on a
+  supplied series), that model forecasts from the first step and is never retrained.
 - ``seasonal``: the value at the same time on the latest day known at ``i``; ``persistence``
   where that lies before the series starts.
 - ``persistence``: ``values[i]`` for every horizon.
@@ -61,6 +62,7 @@ class OnlineForecaster:
         seed: int = 0,
         min_train_days: float = 2.0,
         retrain_days: float = 1.0,
+        pretrained: Forecaster | None = None,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown forecaster {method!r}; known: {', '.join(METHODS)}")
@@ -76,7 +78,8 @@ class OnlineForecaster:
         self.retrain = max(int(retrain_days * STEPS_PER_DAY), 1)
         self._values = np.zeros(1024)
         self._n = 0
-        self._model: Forecaster | None = None
+        self._model: Forecaster | None = pretrained
+        self._frozen = pretrained is not None
         self._trained_at = -1
         self.trainings = 0
         self._issued: list[tuple[int, np.ndarray, bool]] = []
@@ -108,6 +111,8 @@ class OnlineForecaster:
         return np.asarray(out, dtype=float)
 
     def _model_for(self, i: int) -> Forecaster | None:
+        if self._frozen:
+            return self._model
         n = i + 1
         due = self._model is None or i - self._trained_at >= self.retrain
         if n >= self.min_train and due:
@@ -124,6 +129,23 @@ class OnlineForecaster:
                 self._trained_at = i
                 self.trainings += 1
         return self._model
+
+    @staticmethod
+    def train_on(
+        values: np.ndarray, filled: np.ndarray, start_s: int, horizon: int, seed: int
+    ) -> Forecaster:
+        """A model trained on a whole supplied series (first 80% to train, the rest to stop
+        early), for ``pretrained``."""
+        n = len(values)
+        split = Split(max(1, int(0.8 * n)), n, n + 1)
+        return train_forecaster(
+            np.asarray(values, dtype=float),
+            filled,
+            start_s,
+            split,
+            horizon,
+            ForecastConfig(seed=seed),
+        )
 
     def accuracy(self) -> OnlineAccuracy:
         """Accuracy over every issued forecast whose target step was observed."""

@@ -18,12 +18,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from dlsched.energy.power_rule import RuleParams, shrink_target
 from dlsched.energy.presets import get_preset
-from dlsched.energy.series import STEP_S
+from dlsched.energy.series import STEP_S, load_series, series_from_run
 from dlsched.power.manager import PowerManager, PowerSnapshot
 from dlsched.power.online_forecast import OnlineForecaster
 
@@ -33,7 +34,9 @@ class Ces(PowerManager):
     """Options: ``preset`` (philly, venus, earth, saturn, uranus) with any of its seven
     parameters overridden; ``forecaster`` (lightgbm, seasonal, persistence) with
     ``min_train_days`` of simulated history before the first model and ``retrain_days``
-    between trainings."""
+    between trainings; or ``train_series``, a busy-node series (a CSV ``time,active,total`` as
+    ``dlsched energy replay`` reads, or a run directory) to train the LightGBM model on before
+    the run instead."""
 
     name = "ces"
     description = "Helios CES: forecast-driven shrink rule, wake on demand"
@@ -48,6 +51,7 @@ class Ces(PowerManager):
     de_th: int | None = None
     buffer: int | None = None
     hold_off: int | None = None
+    train_series: str | None = None
     params: RuleParams = field(init=False)
     _forecaster: OnlineForecaster | None = field(init=False, default=None)
     _busy: list[int] = field(init=False, default_factory=list)
@@ -68,6 +72,15 @@ class Ces(PowerManager):
         return float(STEP_S)
 
     def bind(self, start_s: float, origin_unix: float | None, seed: int) -> None:
+        pretrained = None
+        if self.train_series is not None:
+            if self.forecaster != "lightgbm":
+                raise ValueError("train_series needs forecaster=lightgbm")
+            path = Path(self.train_series)
+            series = series_from_run(path) if path.is_dir() else load_series(path)
+            pretrained = OnlineForecaster.train_on(
+                series.busy, series.filled, series.start_s, self.params.max_horizon, seed
+            )
         self._forecaster = OnlineForecaster(
             self.forecaster,
             self.params.max_horizon,
@@ -75,6 +88,7 @@ class Ces(PowerManager):
             seed=seed,
             min_train_days=self.min_train_days,
             retrain_days=self.retrain_days,
+            pretrained=pretrained,
         )
 
     def decide(self, snapshot: PowerSnapshot) -> Sequence[int]:
