@@ -1,12 +1,14 @@
-"""Output directories written whole or not at all (run directories and reports).
+"""Output files and directories written whole or not at all.
 
-A directory is built in a fresh sibling and renamed into place at the end, so a crash never
-leaves half of one behind; an earlier directory of the same kind is replaced, anything else is
-never deleted for it.
+A directory (run directories, reports) is built in a fresh sibling and renamed into place at
+the end, so a crash never leaves half of one behind; an earlier directory of the same kind is
+replaced, anything else is never deleted for it. A single file is written the same way
+(:func:`write_file_atomic`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -68,3 +70,26 @@ def write_directory(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def write_file_atomic(
+    path: str | Path, data: bytes | str, write: Callable[[Path], None] | None = None
+) -> Path:
+    """Write ``data`` (text as UTF-8), or whatever ``write(tmp)`` writes, to a fresh hidden
+    sibling of ``path`` and rename it into place: readers see the old file or the new one,
+    never a partial one. The file gets the permissions the umask gives any new file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A sibling, because os.replace is atomic only within one file system.
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        if write is not None:
+            write(tmp)
+        else:
+            tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return target

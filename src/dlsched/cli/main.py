@@ -13,6 +13,7 @@ from dlsched.cli.perf_cmd import perf_app
 from dlsched.cli.predict_cmd import predict_app
 from dlsched.cli.preset_cmd import preset_app
 from dlsched.cli.simulate_cmd import simulate
+from dlsched.cli.sweep_cmd import sweep
 from dlsched.cli.synth_cmd import synth
 from dlsched.cli.trace_cmd import trace_app
 
@@ -31,6 +32,7 @@ app.add_typer(perf_app, name="perf")
 app.add_typer(energy_app, name="energy")
 trace_app.command(name="synth")(synth)
 app.command()(simulate)
+app.command()(sweep)
 app.command()(compare)
 app.command()(demo)
 app.command()(analyze)

@@ -110,7 +110,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +120,7 @@ import numpy as np
 from dlsched.cluster.layout import NodeGroup, expand_groups
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.toml_io import write_cluster_toml
+from dlsched.outdir import write_file_atomic
 from dlsched.trace.helios_synth_calibrate import Calibrated, Draws, JobModel, calibrate
 from dlsched.trace.helios_synth_data import (
     NODE_GPUS,
@@ -335,15 +335,5 @@ def write_helios_synth(synth: HeliosSynth, out_dir: str | os.PathLike[str]) -> d
     paths = {name: out / name for name in (TRACE_FILE, CLUSTER_FILE, CALIBRATION_FILE)}
     write_parquet(synth.trace, paths[TRACE_FILE])
     write_cluster_toml(synth.cluster, paths[CLUSTER_FILE])
-    _write_text_atomic(paths[CALIBRATION_FILE], json.dumps(synth.calibration, indent=2) + "\n")
+    write_file_atomic(paths[CALIBRATION_FILE], json.dumps(synth.calibration, indent=2) + "\n")
     return paths
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

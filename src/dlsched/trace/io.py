@@ -6,14 +6,13 @@ field of :class:`RowError`.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dlsched.outdir import write_file_atomic
 from dlsched.trace.checks import bad_rows_error, check_rows
 from dlsched.trace.errors import RowError, TraceError
 from dlsched.trace.schema import SCHEMA, Trace, sort_by_submit
@@ -35,16 +34,11 @@ def write_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
     if trace.origin_unix is not None:
         metadata[ORIGIN_KEY] = repr(float(trace.origin_unix)).encode()
     table = trace.table.replace_schema_metadata(metadata)
-    # A fresh hidden name beside the target: os.replace is atomic only within one file system.
-    # (mkstemp would leave the final file readable by its owner only.)
-    tmp_name = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
-    try:
-        pq.write_table(table, tmp_name, compression="zstd", compression_level=9)
-        os.replace(tmp_name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
+    write_file_atomic(
+        target,
+        b"",
+        lambda tmp: pq.write_table(table, tmp, compression="zstd", compression_level=9),
+    )
 
 
 def read_parquet(path: str | os.PathLike[str]) -> Trace:

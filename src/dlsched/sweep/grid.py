@@ -1,0 +1,223 @@
+"""A grid of simulations: traces × clusters × policies × placements × seeds, and its cells.
+
+A grid comes from command-line lists or from a TOML file::
+
+    [grid]
+    traces = ["philly.csv"]          # paths, relative to the TOML file
+    clusters = ["philly-vcs"]        # built-in names, shorthands or TOML paths
+    policies = ["fifo", "sjf", "tiresias"]
+    placements = ["consolidate"]     # optional, default consolidate
+    seeds = [0, 1, 2]                # optional, default [0]
+    estimator = "noisy-oracle"       # optional, for policies that need one
+    [grid.selection]                 # optional job selection applied to every trace
+    gpu_only = true
+
+Every cell has a stable identifier built from its coordinates, which names its run directory,
+so a rerun finds the cells already done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlsched.policy.registry import policies
+from dlsched.runner import Experiment, Selection
+from dlsched.sim.config import SimConfig
+
+GRID_KEYS = {
+    "traces",
+    "clusters",
+    "policies",
+    "placements",
+    "seeds",
+    "estimator",
+    "selection",
+    "trace_format",
+}
+
+
+class GridError(ValueError):
+    """A grid specification that cannot be run; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation of the grid."""
+
+    trace: str
+    cluster: str
+    policy: str
+    placement: str
+    seed: int
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe identifier, unique within a grid and stable across runs."""
+        stem = _slug(Path(self.trace).stem)
+        cluster = _slug(Path(self.cluster).stem if self.cluster.endswith(".toml") else self.cluster)
+        digest = hashlib.sha1(f"{self.trace}\0{self.cluster}".encode()).hexdigest()[:6]
+        return f"{stem}-{cluster}-{digest}__{self.policy}__{self.placement}__s{self.seed}"
+
+    @property
+    def group(self) -> tuple[str, str, str, str]:
+        """The coordinates other than the seed: seeds of one group are replicates."""
+        return (self.trace, self.cluster, self.policy, self.placement)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The axes of a sweep; :meth:`cells` enumerates them (traces outermost, seeds innermost)."""
+
+    traces: tuple[str, ...]
+    clusters: tuple[str, ...]
+    policies: tuple[str, ...]
+    placements: tuple[str, ...] = ("consolidate",)
+    seeds: tuple[int, ...] = (0,)
+    estimator: str | None = None
+    selection: Selection = field(default_factory=Selection)
+    trace_format: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("traces", "clusters", "policies", "placements", "seeds"):
+            values = getattr(self, name)
+            if not values:
+                raise GridError(f"grid field {name!r} is empty")
+            if len(set(values)) != len(values):
+                raise GridError(f"grid field {name!r} lists a value twice: {list(values)}")
+        known = policies()
+        for policy in self.policies:
+            if policy not in known:
+                raise GridError(
+                    f"grid field 'policies': unknown policy {policy!r}; "
+                    f"available: {', '.join(sorted(known))}"
+                )
+            if known[policy].needs_estimate and self.estimator is None:
+                raise GridError(
+                    f"grid field 'estimator': policy {policy!r} needs a duration estimator"
+                )
+
+    def cells(self) -> list[Cell]:
+        return [
+            Cell(trace, cluster, policy, placement, seed)
+            for trace in self.traces
+            for cluster in self.clusters
+            for policy in self.policies
+            for placement in self.placements
+            for seed in self.seeds
+        ]
+
+    def experiment(self, cell: Cell) -> Experiment:
+        """The experiment one cell runs."""
+        estimator = self.estimator if policies()[cell.policy].needs_estimate else None
+        config = SimConfig(
+            policy=cell.policy, placement=cell.placement, seed=cell.seed, estimator=estimator
+        )
+        return Experiment(
+            str(Path(cell.trace).resolve()) if Path(cell.trace).exists() else cell.trace,
+            cell.cluster,
+            config,
+            self.selection,
+            self.trace_format,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (written beside the results); :meth:`from_dict` reads it."""
+        return {
+            "traces": list(self.traces),
+            "clusters": list(self.clusters),
+            "policies": list(self.policies),
+            "placements": list(self.placements),
+            "seeds": list(self.seeds),
+            "estimator": self.estimator,
+            "selection": asdict(self.selection),
+            "trace_format": self.trace_format,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Grid:
+        selection = dict(data.get("selection") or {})
+        selection["vcs"] = tuple(selection.get("vcs", ()))
+        return cls(
+            traces=tuple(data["traces"]),
+            clusters=tuple(data["clusters"]),
+            policies=tuple(data["policies"]),
+            placements=tuple(data["placements"]),
+            seeds=tuple(int(s) for s in data["seeds"]),
+            estimator=data.get("estimator"),
+            selection=Selection(**selection),
+            trace_format=data.get("trace_format"),
+        )
+
+
+def cell_dir(out: Path, cell: Cell) -> Path:
+    """The run directory of ``cell`` in the sweep directory ``out``."""
+    return out / "cells" / cell.key
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read a grid from a TOML file (module docstring); GridError naming the file and field."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise GridError(f"{path}: not valid TOML: {exc}") from None
+    grid = data.get("grid")
+    if not isinstance(grid, dict):
+        raise GridError(f"{path}: expected a [grid] table")
+    unknown = set(grid) - GRID_KEYS
+    if unknown:
+        raise GridError(
+            f"{path}: unknown [grid] field(s) {sorted(unknown)}; known: {sorted(GRID_KEYS)}"
+        )
+
+    def strings(name: str, default: list[str] | None = None) -> tuple[str, ...]:
+        value = grid.get(name, default)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise GridError(f"{path}: [grid] {name} must be a list of strings")
+        return tuple(value)
+
+    seeds = grid.get("seeds", [0])
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
+        raise GridError(f"{path}: [grid] seeds must be a list of integers")
+    traces = tuple(
+        str((path.parent / t).resolve()) if not Path(t).is_absolute() else t
+        for t in strings("traces")
+    )
+    clusters = tuple(
+        str((path.parent / c).resolve()) if c.endswith(".toml") and not Path(c).is_absolute() else c
+        for c in strings("clusters")
+    )
+    selection_data = grid.get("selection", {})
+    if not isinstance(selection_data, dict):
+        raise GridError(f"{path}: [grid.selection] must be a table")
+    if "vcs" in selection_data:
+        selection_data["vcs"] = tuple(selection_data["vcs"])
+    try:
+        selection = Selection(**selection_data)
+    except TypeError as exc:
+        raise GridError(f"{path}: [grid.selection]: {exc}") from None
+    estimator = grid.get("estimator")
+    if estimator is not None and not isinstance(estimator, str):
+        raise GridError(f"{path}: [grid] estimator must be a string")
+    try:
+        return Grid(
+            traces=traces,
+            clusters=clusters,
+            policies=strings("policies"),
+            placements=strings("placements", ["consolidate"]),
+            seeds=tuple(seeds),
+            estimator=estimator,
+            selection=selection,
+            trace_format=grid.get("trace_format"),
+        )
+    except GridError as exc:
+        raise GridError(f"{path}: {exc}") from None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40] or "_"

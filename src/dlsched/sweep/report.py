@@ -1,0 +1,157 @@
+"""The comparison of a sweep: one row per cell, and per group (every coordinate but the seed)
+the mean of each metric with a 95% confidence interval over seeds (Student's t; a group with
+one seed has no interval).
+
+Metrics: average JCT, average queueing delay, GPU utilization and energy from each cell's
+``summary.json``; fairness from its ``jobs.parquet`` as Jain's index of the finished jobs'
+slowdowns (JCT / run time): ``(Σx)² / (n·Σx²)``, 1 when every job is slowed down equally,
+toward ``1/n`` when a few jobs bear all the waiting.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+from scipy import stats
+
+from dlsched.outdir import write_file_atomic
+from dlsched.sweep.grid import Cell, Grid, cell_dir
+
+METRICS = (
+    ("avg_jct_s", "avg JCT (s)"),
+    ("avg_queue_s", "avg queue (s)"),
+    ("gpu_utilization", "GPU utilization"),
+    ("energy_kwh", "energy (kWh)"),
+    ("fairness_jain", "fairness (Jain, slowdowns)"),
+)
+
+
+def jain_index(values: np.ndarray) -> float | None:
+    """Jain's fairness index of positive values (None for none)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0 or not np.any(values):
+        return None
+    return float(values.sum() ** 2 / (values.size * np.square(values).sum()))
+
+
+def cell_row(out: Path, cell: Cell) -> dict[str, Any]:
+    """The coordinates and metrics of one finished cell."""
+    run = cell_dir(out, cell)
+    summary = json.loads((run / "summary.json").read_text())
+    jobs = pq.read_table(run / "jobs.parquet", columns=["status", "jct_s", "run_time_s"])
+    done = np.asarray(jobs.column("status").to_pylist()) == "finished"
+    jct = jobs.column("jct_s").to_numpy(zero_copy_only=False)[done]
+    run_time = jobs.column("run_time_s").to_numpy(zero_copy_only=False)[done]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(run_time > 0, jct / run_time, np.nan)
+    row: dict[str, Any] = {
+        "trace": cell.trace,
+        "cluster": cell.cluster,
+        "policy": cell.policy,
+        "placement": cell.placement,
+        "seed": cell.seed,
+        "jobs": summary.get("jobs"),
+    }
+    for key, _ in METRICS:
+        row[key] = jain_index(slowdown) if key == "fairness_jain" else summary.get(key)
+    return row
+
+
+def mean_ci(values: list[float]) -> tuple[float, float | None]:
+    """Mean and the half-width of its 95% confidence interval (None below two values)."""
+    arr = np.asarray(values, dtype=float)
+    mean = float(arr.mean())
+    if arr.size < 2:
+        return mean, None
+    sem = float(arr.std(ddof=1) / math.sqrt(arr.size))
+    return mean, float(stats.t.ppf(0.975, arr.size - 1) * sem)
+
+
+def write_report(out: Path) -> None:
+    """Write results.csv, table.md and the figures for every finished cell of ``out``'s grid
+    (``out/grid.json``, which includes earlier runs' axes) — each file atomically."""
+    full = Grid.from_dict(json.loads((out / "grid.json").read_text()))
+    cells = [c for c in full.cells() if (cell_dir(out, c) / "summary.json").is_file()]
+    rows = [cell_row(out, c) for c in cells]
+    write_file_atomic(out / "results.csv", _csv(rows))
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for cell, row in zip(cells, rows, strict=True):
+        groups[cell.group].append(row)
+    write_file_atomic(out / "table.md", _markdown(groups))
+    _figures(out, groups)
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    fields = ["trace", "cluster", "policy", "placement", "seed", "jobs", *(k for k, _ in METRICS)]
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _summaries(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float | None] | None]:
+    out: dict[str, tuple[float, float | None] | None] = {}
+    for key, _ in METRICS:
+        values = [r[key] for r in rows if isinstance(r[key], int | float)]
+        out[key] = mean_ci(values) if values else None
+    return out
+
+
+def _markdown(groups: dict[tuple[str, str, str, str], list[dict[str, Any]]]) -> str:
+    head = ["trace", "cluster", "policy", "placement", "seeds", *(label for _, label in METRICS)]
+    lines = [
+        "Mean over seeds ± half-width of the 95% confidence interval (Student's t).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for (trace, cluster, policy, placement), rows in groups.items():
+        cells = [Path(trace).name, cluster, policy, placement, str(len(rows))]
+        for key, _ in METRICS:
+            s = _summaries(rows)[key]
+            if s is None:
+                cells.append("—")
+            else:
+                mean, half = s
+                digits = 3 if abs(mean) < 10 else 0
+                text = f"{mean:,.{digits}f}"
+                cells.append(text if half is None else f"{text} ± {half:,.{digits}f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _figures(out: Path, groups: dict[tuple[str, str, str, str], list[dict[str, Any]]]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return  # table.md and results.csv carry every number; figures need dlsched[analysis]
+    labels = [" / ".join([Path(g[0]).stem, g[1], g[2], g[3]]) for g in groups]
+    for key, label in METRICS:
+        means, errors = [], []
+        for rows in groups.values():
+            s = _summaries(rows)[key]
+            means.append(np.nan if s is None else s[0])
+            errors.append(0.0 if s is None or s[1] is None else s[1])
+        fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(labels) + 2), 3.6))
+        ax.bar(range(len(labels)), means, yerr=errors, capsize=4, color="#4878a8")
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(label)
+        ax.set_title(f"{label}: mean over seeds, 95% CI")
+        fig.tight_layout()
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=110)
+        plt.close(fig)
+        write_file_atomic(out / f"{key}.png", png.getvalue())

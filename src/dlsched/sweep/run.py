@@ -1,0 +1,136 @@
+"""Running a grid: every cell not yet done, in parallel, then the comparison table.
+
+Layout of the sweep directory ``OUT``::
+
+    OUT/grid.json            the grid (a rerun must use the same grid, or a superset of it)
+    OUT/cells/<cell key>/    one run directory per cell (jobs, timeline, config, summary)
+    OUT/results.csv          one row per cell (written by :mod:`dlsched.sweep.report`)
+    OUT/table.md, OUT/*.png  per-group means with 95% confidence intervals over seeds
+
+A cell's run directory is written atomically, so a cell either exists complete or not at all;
+a rerun after an interruption runs only the missing cells. Cells run in a process pool
+(``workers`` processes) or, given ``ray_address``, as Ray tasks on that cluster (one CPU each).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlsched.outdir import write_file_atomic
+from dlsched.runner import Experiment, run_experiment
+from dlsched.sweep.grid import Cell, Grid, GridError, cell_dir
+from dlsched.sweep.report import write_report
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    """What a sweep did: cells run now, cells found done, and the directory."""
+
+    out: Path
+    ran: tuple[str, ...]
+    reused: tuple[str, ...]
+
+
+def run_cell(experiment: dict[str, Any], cell_dir: str) -> str:
+    """Run one cell and write its run directory (the unit of work of every executor)."""
+    run_experiment(Experiment.from_dict(experiment), cell_dir)
+    return cell_dir
+
+
+def is_done(out: Path, cell: Cell) -> bool:
+    return (cell_dir(out, cell) / "summary.json").is_file()
+
+
+def run_sweep(
+    grid: Grid,
+    out: str | Path,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: ProgressFn | None = None,
+) -> SweepOutcome:
+    """Run the cells of ``grid`` not yet in ``out`` (module docstring), then write the report.
+
+    Raises GridError if ``out`` holds a sweep of a grid that does not include this one's
+    existing cells' coordinates (so unrelated results are never mixed)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_grid_file(out, grid)
+    cells = grid.cells()
+    todo = [c for c in cells if not is_done(out, c)]
+    reused = tuple(c.key for c in cells if c not in todo)
+    jobs = [(grid.experiment(c).to_dict(), str(cell_dir(out, c))) for c in todo]
+    done = len(reused)
+    if progress is not None:
+        progress(done, len(cells))
+    runner = _ray_runs(jobs, ray_address) if ray_address else _pool_runs(jobs, workers)
+    for _ in runner:
+        done += 1
+        if progress is not None:
+            progress(done, len(cells))
+    write_report(out)
+    return SweepOutcome(out, tuple(c.key for c in todo), reused)
+
+
+def _pool_runs(jobs: list[tuple[dict[str, Any], str]], workers: int | None) -> Iterator[str]:
+    if not jobs:
+        return
+    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    if workers == 1:
+        for experiment, target in jobs:
+            yield run_cell(experiment, target)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run_cell, experiment, target) for experiment, target in jobs]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _ray_runs(jobs: list[tuple[dict[str, Any], str]], address: str) -> Iterator[str]:
+    try:
+        import ray
+    except ImportError:
+        raise GridError("--ray-address needs Ray: pip install 'dlsched[ray]'") from None
+    if not jobs:
+        return
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, log_to_driver=False, include_dashboard=False)
+    try:
+        remote = ray.remote(num_cpus=1)(run_cell)
+        pending = [remote.remote(experiment, target) for experiment, target in jobs]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            yield str(ray.get(ready[0]))
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _check_grid_file(out: Path, grid: Grid) -> None:
+    path = out / "grid.json"
+    data = json.loads(json.dumps(grid.to_dict()))
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            raise GridError(f"{path}: not a sweep's grid file (invalid JSON)") from None
+        fixed = ("estimator", "selection", "trace_format")
+        for key in fixed:
+            if old.get(key) != data[key]:
+                raise GridError(
+                    f"{out} holds a sweep with a different {key} ({old.get(key)!r}, now "
+                    f"{data[key]!r}); use another --out"
+                )
+        for key in ("traces", "clusters", "policies", "placements", "seeds"):
+            data[key] = list(dict.fromkeys([*old.get(key, []), *data[key]]))
+    elif any(out.iterdir()):
+        raise GridError(f"{out} is not empty and holds no sweep (no grid.json); use another --out")
+    write_file_atomic(path, json.dumps(data, indent=2) + "\n")
