@@ -17,9 +17,9 @@ from dlsched.cli.main import app
 from dlsched.sweep.grid import Cell, Grid, GridError, load_grid
 from dlsched.sweep.report import jain_index, mean_ci
 from dlsched.sweep.run import run_sweep
+from dlsched.testing.ray_cluster import have_ray_and_namespaces, run_with_ray_cluster
 from dlsched.trace.io import write_parquet
 from dlsched.trace.synthetic import synthetic_trace
-from tests.sweep.ray_cluster import have_ray_and_namespaces, run_with_ray_cluster
 
 
 @pytest.fixture(scope="module")

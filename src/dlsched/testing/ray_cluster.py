@@ -1,6 +1,7 @@
-"""A real multi-node Ray cluster on this machine, for tests: head + workers started with
-``ray start`` inside fresh network and PID namespaces (``unshare -n -p``), so Ray binds to
-loopback only and every process it started dies with the namespace when the script ends."""
+"""A real multi-node Ray cluster on this machine, for tests and benchmarks: a head and
+workers started with ``ray start`` inside fresh network and PID namespaces (``unshare -n -p``),
+so Ray binds to loopback only (it never reaches for an outside address) and every process it
+started dies with the namespace when the script ends. Needs root (or user namespaces)."""
 
 from __future__ import annotations
 

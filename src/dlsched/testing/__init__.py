@@ -1,0 +1,1 @@
+"""Infrastructure the tests and benchmarks share: real clusters started on this machine."""
