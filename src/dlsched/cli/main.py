@@ -12,6 +12,7 @@ from dlsched.cli.list_cmd import list_app
 from dlsched.cli.perf_cmd import perf_app
 from dlsched.cli.predict_cmd import predict_app
 from dlsched.cli.preset_cmd import preset_app
+from dlsched.cli.service_cmd import cancel, jobs, serve, submit
 from dlsched.cli.simulate_cmd import simulate
 from dlsched.cli.sweep_cmd import sweep
 from dlsched.cli.synth_cmd import synth
@@ -36,6 +37,10 @@ app.command()(sweep)
 app.command()(compare)
 app.command()(demo)
 app.command()(analyze)
+app.command()(serve)
+app.command()(submit)
+app.command()(jobs)
+app.command()(cancel)
 
 
 if __name__ == "__main__":

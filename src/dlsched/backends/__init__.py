@@ -1,0 +1,1 @@
+"""Back ends that run the live service's jobs, behind one interface (:mod:`.base`)."""

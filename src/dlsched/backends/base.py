@@ -1,0 +1,129 @@
+"""The back-end interface: where the live service's jobs really run.
+
+A back end is asynchronous and eventually consistent, in the manner of a cloud provider API:
+
+- :meth:`Backend.launch` asks for a job process and returns at once. It is idempotent by
+  ``request_id``: launching a request the back end already knows (running, or exited and not
+  yet forgotten) does nothing, so a driver that crashed between deciding and launching can
+  simply launch again.
+- :meth:`Backend.observe` returns what the back end currently knows of every request it holds.
+  A request just launched may still show as ``STARTING`` (or be absent for a moment); an exited
+  one stays ``EXITED`` until the driver calls :meth:`Backend.forget` after storing the outcome.
+- :meth:`Backend.terminate` asks a request to stop: a graceful signal now (the job checkpoints
+  and exits 75) and a forced kill once ``grace_s`` has passed. Idempotent; terminating an
+  unknown or exited request does nothing.
+- Failures are never raised from these calls; they are polled with :meth:`Backend.errors` as
+  typed :class:`BackendError` records (a launch that failed also shows as ``EXITED`` with no
+  exit code).
+- :meth:`Backend.recover` is called once, after a driver restart, with the requests the driver
+  believes are live: the back end adopts the ones still running (or exited while the driver was
+  down) and cleans up any other process it started for this driver (orphans).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+EXIT_PREEMPTED = 75
+"""The exit code of a job that checkpointed on request and can be resumed (EX_TEMPFAIL)."""
+
+
+class ProcState(StrEnum):
+    """What the back end knows of one request."""
+
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    EXITED = "EXITED"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchRequest:
+    """Everything a back end needs to run one attempt of a job.
+
+    ``gpu_ids`` maps node name to the GPU indices on that node (the placement); ``env`` holds
+    extra environment variables. ``expected_duration_s`` is the submitter's estimate (a fake back
+    end runs the job for that long)."""
+
+    request_id: str
+    job_id: str
+    command: tuple[str, ...]
+    gpu_ids: Mapping[str, tuple[int, ...]]
+    batch_size: int | None = None
+    expected_duration_s: float | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(len(g) for g in self.gpu_ids.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """The state of one request. ``exit_code`` is set once ``EXITED`` (None: killed by a
+    signal or never started); ``pid``/``start_time`` identify the process (local back end);
+    ``status`` is the job's last reported status (progress, throughput), if any."""
+
+    request_id: str
+    state: ProcState
+    exit_code: int | None = None
+    pid: int | None = None
+    start_time: float | None = None
+    status: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackendError:
+    """A failure the back end met while serving ``request_id`` (``kind`` is a short tag such
+    as ``launch_failed``; ``message`` says what happened)."""
+
+    request_id: str
+    kind: str
+    message: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class KnownRequest:
+    """A request the driver believes is live, with the process identity it recorded (if any)."""
+
+    request: LaunchRequest
+    pid: int | None = None
+    start_time: float | None = None
+
+
+class Backend(ABC):
+    """Runs job processes for one driver (see the module docstring for the contract)."""
+
+    name: str = "backend"
+
+    @abstractmethod
+    def launch(self, request: LaunchRequest) -> None:
+        """Start ``request`` unless it is already known (idempotent, asynchronous)."""
+
+    @abstractmethod
+    def terminate(self, request_id: str, grace_s: float) -> None:
+        """Graceful stop now, forced kill after ``grace_s`` seconds (idempotent)."""
+
+    @abstractmethod
+    def observe(self) -> dict[str, Observation]:
+        """Every known request by id, with its current state."""
+
+    @abstractmethod
+    def forget(self, request_id: str) -> None:
+        """Drop an exited request (the driver stored its outcome)."""
+
+    @abstractmethod
+    def errors(self) -> list[BackendError]:
+        """Failures since the last call (each reported once)."""
+
+    @abstractmethod
+    def recover(self, known: Mapping[str, KnownRequest]) -> None:
+        """After a driver restart: adopt the live or exited requests of ``known`` and clean up
+        every other process this driver started before (see the module docstring)."""
+
+    def close(self) -> None:  # noqa: B027
+        """Release resources. Job processes keep running (a restarted driver adopts them)."""

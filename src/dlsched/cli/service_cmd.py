@@ -1,0 +1,198 @@
+"""``dlsched serve | submit | jobs | cancel``: run the live service and talk to it.
+
+The service needs the ``service`` extra (``pip install 'dlsched[service]'``); these commands
+import it only when run, so the rest of the CLI works without it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from dlsched.cli.errors import user_errors
+
+if TYPE_CHECKING:
+    from dlsched.service.client import ServiceClient
+
+UrlOpt = Annotated[
+    str | None, typer.Option("--url", help="Service URL (default: $DLSCHED_URL or :8765).")
+]
+TokenOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file", help="Token file (default: $DLSCHED_TOKEN[_FILE] or ./state.db.token)."
+    ),
+]
+
+
+def _missing_extra(exc: ImportError) -> typer.Exit:
+    Console(stderr=True).print(
+        f"[bold red]error:[/] the service needs the 'service' extra "
+        f"(pip install 'dlsched[service]'): {escape(str(exc))}"
+    )
+    return typer.Exit(2)
+
+
+@contextmanager
+def _client(url: str | None, token_file: Path | None) -> Iterator[ServiceClient]:
+    try:
+        from dlsched.service.client import ClientError, ServiceClient, resolve_endpoint
+    except ImportError as exc:
+        raise _missing_extra(exc) from exc
+    try:
+        base, token = resolve_endpoint(url, token_file)
+        with ServiceClient(base, token) as client:
+            yield client
+    except ClientError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from exc
+
+
+def serve(
+    cluster: Annotated[str, typer.Option(help="Cluster: built-in name, TOML file or 2x4.")] = "2x4",
+    policy: Annotated[str, typer.Option(help="Scheduling policy (dlsched list policies).")] = (
+        "fifo"
+    ),
+    placement: Annotated[str, typer.Option(help="Placer (dlsched list placements).")] = (
+        "consolidate"
+    ),
+    backend: Annotated[str, typer.Option(help="Where jobs run: local or fake.")] = "local",
+    db: Annotated[Path, typer.Option(help="SQLite store (created if missing).")] = Path("state.db"),
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8765,
+    token_file: Annotated[
+        Path | None, typer.Option(help="Bearer token file (default <db>.token; made 0600).")
+    ] = None,
+    work_dir: Annotated[
+        Path | None, typer.Option(help="Jobs' working directories (default <db>.jobs/).")
+    ] = None,
+    round_s: Annotated[
+        float, typer.Option("--round", help="Longest time between scheduling cycles (s).")
+    ] = 5.0,
+    grace: Annotated[
+        float, typer.Option(help="Seconds a preempted job has to checkpoint before SIGKILL.")
+    ] = 30.0,
+) -> None:
+    """Run the live scheduler service (REST API, dashboard, control loop)."""
+    try:
+        from dlsched.service.server import ServiceConfig
+        from dlsched.service.server import serve as run_service
+    except ImportError as exc:
+        raise _missing_extra(exc) from exc
+    with user_errors():
+        config = ServiceConfig(
+            cluster=cluster,
+            policy=policy,
+            placement=placement,
+            backend=backend,
+            db=db,
+            host=host,
+            port=port,
+            token_file=token_file,
+            work_dir=work_dir,
+            round_s=round_s,
+            grace_s=grace,
+        )
+        run_service(config, announce=lambda line: typer.echo(line))
+
+
+def submit(
+    command: Annotated[list[str], typer.Argument(help="The job's command (after --).")],
+    gpus: Annotated[int, typer.Option(help="GPUs the job needs.")] = 1,
+    name: Annotated[str, typer.Option(help="Job name.")] = "job",
+    user: Annotated[str | None, typer.Option(help="Submitting user (default: you).")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Per-GPU batch size to pass on.")] = None,
+    expected_duration: Annotated[
+        float | None, typer.Option(help="Expected run time (s), for SJF/SRTF/QSSF.")
+    ] = None,
+    url: UrlOpt = None,
+    token_file: TokenOpt = None,
+) -> None:
+    """Submit a job: dlsched submit --gpus 2 --name x -- python train.py ..."""
+    body: dict[str, Any] = {
+        "name": name,
+        "user": user or getpass.getuser(),
+        "gpus": gpus,
+        "command": command,
+    }
+    if batch_size is not None:
+        body["batch_size"] = batch_size
+    if expected_duration is not None:
+        body["expected_duration_s"] = expected_duration
+    with _client(url, token_file) as client:
+        job = client.submit(body)
+    typer.echo(f"submitted {job['id']} ({job['name']}, {job['gpus']} GPUs)")
+
+
+def _when(t: float | None) -> str:
+    return "" if t is None else time.strftime("%H:%M:%S", time.localtime(t))
+
+
+def jobs(
+    state: Annotated[str | None, typer.Option(help="Only jobs in this state.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable job records.")] = False,
+    url: UrlOpt = None,
+    token_file: TokenOpt = None,
+) -> None:
+    """List jobs: queue, running and finished, with their GPUs and nodes."""
+    with _client(url, token_file) as client:
+        records = client.jobs(state, user)
+    if as_json:
+        typer.echo(json.dumps(records, indent=1))
+        return
+    table = Table()
+    for col in (
+        "id",
+        "name",
+        "user",
+        "state",
+        "gpus",
+        "where",
+        "prio",
+        "submit",
+        "start",
+        "end",
+        "restarts",
+        "progress",
+    ):
+        table.add_column(col)
+    for r in records:
+        where = " ".join(f"{n}:{','.join(map(str, g))}" for n, g in r["gpu_ids"].items())
+        progress = r.get("progress")
+        table.add_row(
+            r["id"],
+            r["name"],
+            r["user"],
+            r["state"],
+            str(r["gpus"]),
+            where,
+            "" if r.get("priority") is None else str(r["priority"]),
+            _when(r["submit_time"]),
+            _when(r["start_time"]),
+            _when(r["end_time"]),
+            str(r["restarts"]),
+            "" if progress is None else f"{100 * progress:.0f}%",
+        )
+    Console(width=140).print(table)
+
+
+def cancel(
+    job: Annotated[str, typer.Argument(help="Job id (e.g. j3).")],
+    url: UrlOpt = None,
+    token_file: TokenOpt = None,
+) -> None:
+    """Cancel a job (a running one is stopped first)."""
+    with _client(url, token_file) as client:
+        record = client.cancel(job)
+    typer.echo(f"{record['id']}: {record['state']}")

@@ -1,0 +1,1 @@
+"""The live scheduler service: durable store, REST API, control loop (see docs/service.md)."""

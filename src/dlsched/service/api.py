@@ -1,0 +1,160 @@
+"""The REST API (FastAPI): jobs, cluster, metrics; the dashboard's static files at ``/``.
+
+Endpoints (JSON; OpenAPI docs at ``/docs``):
+``GET /jobs?state=&user=``, ``GET /jobs/{id}``, ``GET /jobs/{id}/events``, ``POST /jobs`` (201),
+``DELETE /jobs/{id}`` (202; 409 if already finished), ``GET /cluster``, ``GET /metrics``.
+Mutations need ``Authorization: Bearer <token>`` (see :mod:`dlsched.service.guard`); a bad body
+is a 422 whose ``detail`` names each bad field; a job that could never fit the cluster is a 422
+saying why, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from dlsched.service.controller import Controller
+from dlsched.service.guard import DEFAULT_MAX_BODY, Guard
+from dlsched.service.models import JobSubmission
+from dlsched.service.records import FINAL, HOLDING, PENDING, STATES, JobRow, seq_of
+from dlsched.service.store import Store
+
+DASHBOARD_DIR = Path(__file__).parent / "dashboard"
+
+
+@dataclass(frozen=True)
+class ServiceContext:
+    """What the API needs: the store, the controller (admission, ranks, metrics), a way to
+    wake the control loop, the clock and the token."""
+
+    store: Store
+    controller: Controller
+    poke: Callable[[], None]
+    clock: Callable[[], float]
+    token: str
+    policy: str
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    return ".".join(parts) or "body"
+
+
+def create_app(
+    ctx: ServiceContext, dashboard: Path | None = DASHBOARD_DIR, max_body: int = DEFAULT_MAX_BODY
+) -> Guard:
+    """The ASGI application: the FastAPI app behind the :class:`Guard`."""
+    app = FastAPI(
+        title="dlsched service",
+        description="Submit, list and cancel deep-learning jobs; cluster state and metrics.",
+        version="1",
+    )
+    store, controller = ctx.store, ctx.controller
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": _field(tuple(e.get("loc", ()))), "message": str(e.get("msg", ""))}
+            for e in exc.errors()
+        ]
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return JSONResponse({"detail": detail, "errors": errors}, status_code=422)
+
+    def find(job_id: str) -> JobRow:
+        seq = seq_of(job_id)
+        row = store.get(seq) if seq is not None else None
+        if row is None:
+            raise HTTPException(404, f"no job {job_id!r}")
+        return row
+
+    def record(
+        row: JobRow,
+        ranks: dict[int, int] | None = None,
+        live: dict[int, tuple[float | None, float | None]] | None = None,
+    ) -> dict[str, Any]:
+        out = row.to_api((ranks or {}).get(row.seq) if row.state == PENDING else None)
+        if row.state in HOLDING:
+            reported = (live if live is not None else controller.live_progress()).get(row.seq)
+            if reported is not None:
+                out["progress"], out["samples_per_s"] = reported
+        return out
+
+    @app.get("/jobs", summary="List jobs, optionally by state and user")
+    def list_jobs(
+        state: str | None = Query(None, description="one of " + ", ".join(STATES)),
+        user: str | None = Query(None),
+    ) -> list[dict[str, Any]]:
+        if state is not None and state.upper() not in STATES:
+            raise HTTPException(422, f"state: expected one of {', '.join(STATES)}; got {state!r}")
+        rows = store.jobs(state.upper() if state else None, user)
+        ranks = controller.queue_ranks() if any(r.state == PENDING for r in rows) else {}
+        live = controller.live_progress()
+        return [record(r, ranks, live) for r in rows]
+
+    @app.get("/jobs/{job_id}", summary="One job")
+    def get_job(job_id: str) -> dict[str, Any]:
+        row = find(job_id)
+        return record(row, controller.queue_ranks() if row.state == PENDING else None)
+
+    @app.get("/jobs/{job_id}/events", summary="A job's event log")
+    def job_events(job_id: str) -> list[dict[str, Any]]:
+        row = find(job_id)
+        return [{"time": t, "kind": k, "detail": d} for t, k, d in store.events(row.seq)]
+
+    @app.post("/jobs", status_code=201, summary="Submit a job")
+    def submit(body: JobSubmission) -> dict[str, Any]:
+        reason = controller.infeasible_reason(body.gpus)
+        if reason is not None:
+            raise HTTPException(422, f"infeasible: gpus={body.gpus}: {reason}")
+        row = store.submit(body.to_new_job(), ctx.clock())
+        ctx.poke()
+        return record(row)
+
+    @app.delete("/jobs/{job_id}", status_code=202, summary="Cancel a job")
+    def cancel(job_id: str) -> dict[str, Any]:
+        row = find(job_id)
+        if row.state in FINAL:
+            raise HTTPException(409, f"job {job_id} already {row.state}")
+        updated = store.request_cancel(row.seq, ctx.clock())
+        assert updated is not None
+        ctx.poke()
+        return record(updated)
+
+    @app.get("/cluster", summary="Nodes, GPUs and the job holding each GPU")
+    def cluster() -> dict[str, Any]:
+        holder: dict[tuple[str, int], str] = {}
+        for row in store.holding():
+            for node, gpus in (row.gpu_ids or {}).items():
+                for g in gpus:
+                    holder[(node, g)] = row.id
+        return {
+            "policy": ctx.policy,
+            "nodes": [
+                {
+                    "name": n.name,
+                    "gpu_type": n.gpu_type,
+                    "gpus": [
+                        {"index": g, "job_id": holder.get((n.name, g))} for g in range(n.gpus)
+                    ],
+                    "up": True,
+                }
+                for n in controller.cluster.nodes
+            ],
+        }
+
+    @app.get("/metrics", summary="Job counts, utilization and queue series, cycle times")
+    def metrics() -> dict[str, Any]:
+        out: dict[str, Any] = {"counts": store.counts()}
+        out.update(controller.metrics.snapshot())
+        return out
+
+    if dashboard is not None and dashboard.is_dir():
+        app.mount("/", StaticFiles(directory=dashboard, html=True), name="dashboard")
+    return Guard(app, ctx.token, max_body)

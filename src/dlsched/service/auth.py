@@ -1,0 +1,47 @@
+"""The service's bearer token: generated at first start, kept in a file only its owner reads."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import stat
+from pathlib import Path
+
+
+class TokenFileError(ValueError):
+    """The token file exists but cannot be used safely; the message names it."""
+
+
+def load_or_create_token(path: Path) -> str:
+    """The token stored at ``path``; a new random one (written with mode 0600, atomically)
+    when the file does not exist. Refuses a file that others may read or that is empty."""
+    path = Path(path)
+    if path.exists():
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise TokenFileError(
+                f"{path}: token file has mode {mode:o}; expected 600 (chmod 600 {path})"
+            )
+        token = path.read_text(encoding="utf-8").strip()
+        if not token:
+            raise TokenFileError(f"{path}: token file is empty")
+        return token
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(token + "\n")
+    os.replace(tmp, path)
+    return token
+
+
+def bearer_matches(header: str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header carries ``Bearer <token>`` (constant-time check)."""
+    if not header:
+        return False
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), token.encode())

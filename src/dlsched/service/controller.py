@@ -1,0 +1,412 @@
+"""The control loop's body: observe the back end, record outcomes, run the scheduling cycle on a
+snapshot of the store, and reconcile the :class:`~dlsched.scheduler.plan.Plan` with the back end.
+
+This is the live driver of the same core the simulator drives (one core, two drivers): the
+:class:`~dlsched.scheduler.cycle.Scheduler`, policy and placer objects are the registered ones,
+on the wall clock. The controller keeps a mirror of the store's active jobs (with their
+:class:`~dlsched.service.live_job.LiveJob` views) and a :class:`~dlsched.cluster.state.ClusterState`
+of the GPUs they hold, refreshed at every step from the store's event log (every state change
+appends an event, so only changed jobs are re-read): the store stays the only source of truth,
+whoever changed it (API, this loop, or a previous run of the service). The Scheduler is kept
+across cycles and told of every submission, start, stop and finish through its ``on_*``
+notifications, as the simulator does; a change it has no notification for (a waiting job
+cancelled, a job first seen running after a restart) makes the next cycle rebuild it from the
+mirror.
+
+Reconciliation rules (each state change is one store transaction, then the back-end call, so a
+crash between the two is repaired by the next step: back-end calls are idempotent by request id):
+
+- a RUNNING job whose request the back end does not know is launched (again);
+- an exited request ends its job: exit 0 → COMPLETED; a cancelled job → CANCELLED; exit 75, or
+  killed after a preemption's grace period → PENDING (resumable, one more restart); anything
+  else → FAILED with the reason; a PREEMPTING job whose process is gone for good is requeued;
+- a PREEMPTING job is (again) asked to stop: SIGTERM, then SIGKILL after the grace period;
+- preemptions of a plan are applied at once; a start whose GPUs are still held by a job that is
+  shutting down waits for a later cycle (the preempted job's exit triggers one);
+- requests the back end runs that belong to no job holding GPUs are stopped.
+
+For non-preemptive policies the scheduler sees only waiting jobs in its queue (running jobs only
+hold their GPUs in the state); preemptive policies see running jobs as active jobs too.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from time import perf_counter
+
+from dlsched.backends.base import (
+    EXIT_PREEMPTED,
+    Backend,
+    KnownRequest,
+    LaunchRequest,
+    Observation,
+    ProcState,
+)
+from dlsched.cluster.spec import ClusterSpec
+from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
+from dlsched.placement.registry import create_placer
+from dlsched.policy.base import Policy
+from dlsched.scheduler.cycle import Scheduler
+from dlsched.service.estimates import DurationHistory
+from dlsched.service.live_job import LiveJob
+from dlsched.service.live_metrics import LiveMetrics
+from dlsched.service.records import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    HOLDING,
+    PENDING,
+    PREEMPTING,
+    RUNNING,
+    GpuIds,
+    JobRow,
+)
+from dlsched.service.store import Store
+
+DEFAULT_GRACE_S = 30.0
+PROGRESS_SAVE_S = 10.0
+"""How often (wall seconds) reported progress is written to the store: it is informational,
+kept in memory between saves, so thousands of running jobs cost no write per step."""
+_STOPPED_BY_US = (None, 128 + 15, 128 + 9)
+"""Exit codes of a job that did not checkpoint but died of our SIGTERM or SIGKILL (as the
+local back end's shell wrapper reports them): it restarts from scratch or its last checkpoint."""
+
+
+class Controller:
+    """Drives one store and one back end with one policy (see the module docstring). Only
+    :meth:`step` and :meth:`recover` change anything; they must run on one thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        backend: Backend,
+        cluster: ClusterSpec,
+        policy: Policy,
+        placement: str = "consolidate",
+        clock: Callable[[], float] = time.time,
+        grace_s: float = DEFAULT_GRACE_S,
+        seed: int = 0,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.cluster = cluster
+        self.policy = policy
+        self.placement = placement
+        self.clock = clock
+        self.grace_s = grace_s
+        self.placer = create_placer(placement, seed)
+        self.node_names = [n.name for n in cluster.nodes]
+        self.node_index = {name: i for i, name in enumerate(self.node_names)}
+        self.total_gpus = sum(n.gpus for n in cluster.nodes)
+        self.metrics = LiveMetrics()
+        self.history = DurationHistory(store.finished_durations())
+        self.wake_at: float | None = None
+        self.cycles = 0
+        self.last_plan_ms = 0.0
+        """Time of the last cycle's planning alone (Scheduler.cycle, policy and placer)."""
+        self._demands: dict[int, Demand] = {}
+        self._admission = Scheduler(
+            policy, create_placer(placement, seed), ClusterState(cluster, use_partitions=False)
+        )
+        self._lock = threading.Lock()
+        # The mirror of the store's active jobs (see the module docstring).
+        self._state = ClusterState(cluster, use_partitions=False)
+        self._rows: dict[int, JobRow] = {}
+        self._views: dict[int, LiveJob] = {}
+        self._waiting: dict[int, LiveJob] = {}
+        self._rid: dict[int, str] = {}
+        self._held: dict[int, Placement] = {}
+        self._cells: dict[tuple[int, int], int] = {}
+        self._reported: dict[int, tuple[float | None, float | None]] = {}
+        self._sched: Scheduler | None = None
+        self._unsaved: set[int] = set()
+        self._saved_at = time.monotonic()
+        self._event, rows = store.snapshot()
+        for row in rows:
+            self._mirror(row)
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _demand(self, gpus: int) -> Demand:
+        d = self._demands.get(gpus)
+        if d is None:
+            d = self._demands[gpus] = Demand(gpus)
+        return d
+
+    def infeasible_reason(self, gpus: int) -> str | None:
+        """Why a job of ``gpus`` GPUs could never run on this cluster, or None."""
+        with self._lock:
+            return self._admission.never_fits(0, self._demand(gpus))
+
+    def _placement(self, gpu_ids: GpuIds | None) -> Placement:
+        return tuple((self.node_index[node], tuple(gpus)) for node, gpus in (gpu_ids or {}).items())
+
+    def request_for(self, row: JobRow) -> LaunchRequest:
+        """The back-end request of ``row``'s current attempt."""
+        return LaunchRequest(
+            request_id=row.request_id,
+            job_id=row.id,
+            command=row.command,
+            gpu_ids={n: tuple(g) for n, g in (row.gpu_ids or {}).items()},
+            batch_size=row.batch_size,
+            expected_duration_s=row.expected_duration_s,
+        )
+
+    # ---- the mirror -----------------------------------------------------------------------
+    def _mirror(self, row: JobRow) -> None:
+        """Bring the mirror (rows, views, held GPUs) and the scheduler in line with ``row``."""
+        seq = row.seq
+        old = self._held.get(seq)
+        new = self._placement(row.gpu_ids) if row.state in HOLDING else None
+        if old != new:
+            if old is not None:
+                self._state.release(old, WHOLE, 0.0, 0.0)
+                for n, gs in old:
+                    for g in gs:
+                        del self._cells[(n, g)]
+                del self._held[seq]
+            if new is not None:
+                self._state.allocate(new, WHOLE, 0.0, 0.0)
+                self._held[seq] = new
+                for n, gs in new:
+                    for g in gs:
+                        self._cells[(n, g)] = seq
+        before = self._rows.get(seq)
+        was = before.state if before is not None else None
+        if row.state in (PENDING, RUNNING, PREEMPTING):
+            self._rows[seq] = row
+            self._rid[seq] = row.request_id
+        else:
+            self._rows.pop(seq, None)
+            self._rid.pop(seq, None)
+            with self._lock:
+                self._reported.pop(seq, None)
+            self._unsaved.discard(seq)
+        if was != row.state:
+            self._transition(row, was, new)
+
+    def _transition(self, row: JobRow, was: str | None, placement: Placement | None) -> None:
+        """Tell the persistent scheduler about a state change, as the simulator does; a change
+        it has no notification for (a waiting job withdrawn, a job first seen running) makes
+        the next cycle rebuild it from the mirror instead."""
+        seq, now, sched = row.seq, self.clock(), self._sched
+        view = self._views.get(seq)
+        if row.state == PENDING:
+            if was == RUNNING and view is not None:
+                view.stop(row.attained_gpu_s)
+                if sched is not None:
+                    sched.on_stopped(view, now)
+            else:
+                view = self._views[seq] = self._view(row, None)
+                if sched is not None:
+                    sched.on_submitted(view, now)
+            with self._lock:
+                self._waiting[seq] = view
+            return
+        with self._lock:
+            self._waiting.pop(seq, None)
+        if row.state == RUNNING:
+            if was == PENDING and view is not None and placement is not None:
+                view.start(placement, row.run_start)
+                if sched is not None:
+                    sched.on_started(view)
+            else:
+                self._views[seq] = self._view(row, placement)
+                self._sched = None
+        else:
+            # PREEMPTING or final: the job leaves the scheduler (a preempting job keeps its GPUs
+            # in the state until its process is gone, but is no longer schedulable).
+            if was == RUNNING and view is not None:
+                if sched is not None:
+                    sched.on_finished(view)
+            elif was == PENDING:
+                self._sched = None
+            self._views.pop(seq, None)
+
+    def _scheduler(self, now: float) -> Scheduler:
+        """The persistent scheduler, rebuilt from the mirror when needed."""
+        if self._sched is not None:
+            return self._sched
+        sched = self._sched = Scheduler(self.policy, self.placer, self._state)
+        for view in self._views.values():
+            if not view.running:
+                sched.on_submitted(view, now)
+            elif self.policy.preemptive:
+                # Running jobs are active jobs of a preemptive policy; a non-preemptive one
+                # only queues waiting jobs (its running counters are not used here).
+                sched.on_submitted(view, now)
+                sched.on_started(view)
+        return sched
+
+    def _sync(self) -> None:
+        """Re-read the jobs that changed since the last sync."""
+        self._event, rows = self.store.changed_since(self._event)
+        for row in rows:
+            self._mirror(row)
+
+    # ---- recovery ------------------------------------------------------------------------
+    def recover(self) -> None:
+        """After a restart: let the back end adopt the processes of jobs holding GPUs and
+        clean up the rest. The next :meth:`step` settles whatever ended meanwhile."""
+        self._sync()
+        known = {
+            row.request_id: KnownRequest(self.request_for(row), row.pid, row.pid_start)
+            for row in self._rows.values()
+            if row.state in HOLDING
+        }
+        self.backend.recover(known)
+
+    # ---- one step ------------------------------------------------------------------------
+    def step(self, cycle: bool = True) -> bool:
+        """Observe and record outcomes; then, if ``cycle`` or any job ended, run a scheduling
+        cycle and reconcile its plan. Returns whether a cycle ran."""
+        began = perf_counter()
+        now = self.clock()
+        self._sync()
+        changed = self._observe(now)
+        if not (cycle or changed):
+            return False
+        self._sync()
+        self._cycle(now)
+        self.cycles += 1
+        self.metrics.cycle((perf_counter() - began) * 1000.0)
+        return True
+
+    def _observe(self, now: float) -> bool:
+        """Settle exits, (re)launch and (re)terminate as the rules say; True if a job ended."""
+        obs = self.backend.observe()
+        failures = {e.request_id: e.message for e in self.backend.errors()}
+        changed = False
+        owned: set[str] = set()
+        for seq in list(self._held):
+            row = self._rows[seq]
+            rid = self._rid[seq]
+            owned.add(rid)
+            o = obs.get(rid)
+            if o is None:
+                if row.state == RUNNING:
+                    self.backend.launch(self.request_for(row))
+                else:
+                    outcome = CANCELLED if row.cancel_requested else PENDING
+                    changed |= self.store.mark_exited(
+                        row.seq, row.attempt, outcome, now, None, "process gone while stopping"
+                    )
+                continue
+            if o.state is ProcState.EXITED:
+                last = self._reported.get(row.seq)
+                if last is not None:
+                    self.store.update_progress([(row.seq, *last)])
+                outcome, reason = _outcome(row, o, failures.get(rid))
+                if self.store.mark_exited(row.seq, row.attempt, outcome, now, o.exit_code, reason):
+                    changed = True
+                    if outcome == COMPLETED and row.start_time is not None:
+                        self.history.add(row.name, row.user, now - row.start_time)
+                self.backend.forget(rid)
+                continue
+            if row.pid is None and o.pid is not None:
+                self.store.mark_launched(row.seq, row.attempt, o.pid, o.start_time)
+            if row.state == PREEMPTING:
+                self.backend.terminate(rid, self.grace_s)
+            if o.status:
+                report = (_number(o.status.get("progress")), _number(o.status.get("samples_per_s")))
+                if report != self._reported.get(row.seq):
+                    with self._lock:
+                        self._reported[row.seq] = report
+                    self._unsaved.add(row.seq)
+        for rid, o in obs.items():
+            if rid in owned:
+                continue
+            if o.state is ProcState.EXITED:
+                self.backend.forget(rid)
+            else:
+                self.backend.terminate(rid, 0.0)
+        wall = time.monotonic()
+        if self._unsaved and wall - self._saved_at >= PROGRESS_SAVE_S:
+            self._saved_at = wall
+            self.store.update_progress(
+                (seq, *self._reported[seq]) for seq in self._unsaved if seq in self._reported
+            )
+            self._unsaved.clear()
+        return changed
+
+    def live_progress(self) -> dict[int, tuple[float | None, float | None]]:
+        """The latest (progress, samples/s) each running job reported (the store holds them
+        as of the last save, at most ``PROGRESS_SAVE_S`` seconds older)."""
+        with self._lock:
+            return dict(self._reported)
+
+    def _cycle(self, now: float) -> None:
+        began = perf_counter()
+        sched = self._scheduler(now)
+        plan = sched.cycle(0, now)
+        self.last_plan_ms = (perf_counter() - began) * 1000.0
+        for job in plan.preempts:
+            row = self._rows[job.seq]
+            if self.store.mark_preempting(row.seq, row.attempt, now):
+                self.backend.terminate(row.request_id, self.grace_s)
+        taken: set[tuple[int, int]] = set()
+        for start in plan.starts:
+            cells = {(n, g) for n, gs in start.placement for g in gs}
+            if cells & taken or any(c in self._cells for c in cells):
+                # GPUs still held by a job shutting down: start it in a later cycle.
+                sched.on_requeued(start.job, now)
+                continue
+            gpu_ids = {self.node_names[n]: list(gs) for n, gs in start.placement}
+            new = self.store.mark_started(start.job.seq, gpu_ids, now)
+            if new is None:
+                self._sched = None  # withdrawn meanwhile (cancelled): rebuild the queue
+                continue
+            taken |= cells
+            with self._lock:
+                self._waiting.pop(new.seq, None)
+            self.backend.launch(self.request_for(new))
+        self.wake_at = plan.wake_at
+        busy = len(self._cells) + len(taken)
+        self.metrics.sample(now, busy / max(1, self.total_gpus), len(self._waiting))
+
+    def _view(self, row: JobRow, placement: Placement | None) -> LiveJob:
+        duration = row.expected_duration_s
+        estimate = duration
+        if estimate is None and self.policy.needs_estimate:
+            estimate = self.history.estimate(row.name, row.user)
+        return LiveJob(
+            row.seq,
+            row.id,
+            row.submit_time,
+            self._demand(row.gpus),
+            duration,
+            estimate,
+            placement,
+            row.run_start,
+            row.attained_gpu_s,
+        )
+
+    def queue_ranks(self) -> dict[int, int]:
+        """Waiting jobs' positions (1 = next) in the policy's order now."""
+        with self._lock:
+            waiting = list(self._waiting.values())
+        now = self.clock()
+        keyed = sorted(waiting, key=lambda v: self.policy.key(v, now))
+        return {v.seq: i for i, v in enumerate(keyed, 1)}
+
+
+def _outcome(row: JobRow, o: Observation, failure: str | None) -> tuple[str, str | None]:
+    code = o.exit_code
+    if code == 0:
+        return COMPLETED, None
+    if row.cancel_requested:
+        return CANCELLED, "cancelled"
+    if failure is not None:
+        return FAILED, failure
+    if code == EXIT_PREEMPTED or (row.state == PREEMPTING and code in _STOPPED_BY_US):
+        return PENDING, None
+    if code is None:
+        return FAILED, "killed by a signal"
+    return FAILED, f"exit code {code}"
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

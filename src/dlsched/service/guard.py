@@ -1,0 +1,106 @@
+"""An ASGI layer in front of the API: bearer-token check for mutations, then a body size limit.
+
+It runs before any routing or body parsing, so an unauthenticated mutation is answered 401
+whatever its body, and a body over the limit (declared or streamed) is answered 413 without
+being read past the limit. GET, HEAD and
+OPTIONS requests need no token.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from dlsched.service.auth import bearer_matches
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+DEFAULT_MAX_BODY = 64 * 1024
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class Guard:
+    """Wraps ``app``: 401 for a mutation without ``Authorization: Bearer <token>``, 413 for a
+    body over ``max_body`` bytes (declared or streamed)."""
+
+    def __init__(self, app: ASGIApp, token: str, max_body: int = DEFAULT_MAX_BODY) -> None:
+        self.app = app
+        self.token = token
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        if scope["method"] not in SAFE_METHODS:
+            auth = headers.get(b"authorization", b"").decode("latin-1")
+            if not bearer_matches(auth, self.token):
+                await _reply(
+                    send,
+                    401,
+                    "authentication required: send 'Authorization: Bearer <token>' "
+                    "(the token is in the service's token file)",
+                    [(b"www-authenticate", b"Bearer")],
+                )
+                return
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await _reply(send, 400, "content-length: expected a number of bytes", [])
+                return
+            if int(declared) > self.max_body:
+                await _reply(send, 413, self._too_large(), [])
+                return
+        if scope["method"] in SAFE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        # Bodies are small: read the whole body here (at most max_body bytes), then replay it.
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_body:
+                await _reply(send, 413, self._too_large(), [])
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self) -> str:
+        return f"request body too large: at most {self.max_body} bytes"

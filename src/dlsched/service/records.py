@@ -1,0 +1,114 @@
+"""The live service's job record: one row of the store, and what the API shows of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PENDING = "PENDING"
+RUNNING = "RUNNING"
+PREEMPTING = "PREEMPTING"
+COMPLETED = "COMPLETED"
+FAILED = "FAILED"
+CANCELLED = "CANCELLED"
+STATES = (PENDING, RUNNING, PREEMPTING, COMPLETED, FAILED, CANCELLED)
+ACTIVE = (PENDING, RUNNING, PREEMPTING)
+HOLDING = (RUNNING, PREEMPTING)
+"""States in which a job holds GPUs (a preempting job holds them until its process exits)."""
+FINAL = (COMPLETED, FAILED, CANCELLED)
+
+GpuIds = dict[str, list[int]]
+
+
+def job_id_of(seq: int) -> str:
+    """The public id of the job stored as row ``seq``."""
+    return f"j{seq}"
+
+
+def request_id_of(seq: int, attempt: int) -> str:
+    """The back-end request id of attempt ``attempt`` of job row ``seq``."""
+    return f"j{seq}.{attempt}"
+
+
+def seq_of(job_id: str) -> int | None:
+    """The row of public id ``job_id``, or None if it is not one."""
+    if len(job_id) > 1 and job_id[0] == "j" and job_id[1:].isdigit():
+        return int(job_id[1:])
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A validated submission. ``expected_duration_s`` is the submitter's run-time estimate
+    (optional; used by duration-aware policies and by the fake back end)."""
+
+    name: str
+    user: str
+    gpus: int
+    command: tuple[str, ...]
+    batch_size: int | None = None
+    expected_duration_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """A job as stored. ``attempt`` counts launches; the current launch's back-end request id
+    is :attr:`request_id`. ``run_start`` is when the current run began; ``attained_gpu_s``
+    sums GPUs × seconds of finished runs. ``pid``/``pid_start`` identify the current process."""
+
+    seq: int
+    name: str
+    user: str
+    gpus: int
+    command: tuple[str, ...]
+    batch_size: int | None
+    expected_duration_s: float | None
+    state: str
+    submit_time: float
+    start_time: float | None
+    run_start: float | None
+    end_time: float | None
+    restarts: int
+    attempt: int
+    gpu_ids: GpuIds | None
+    pid: int | None
+    pid_start: float | None
+    attained_gpu_s: float
+    progress: float | None
+    samples_per_s: float | None
+    exit_code: int | None
+    reason: str | None
+    cancel_requested: bool
+
+    @property
+    def id(self) -> str:
+        return job_id_of(self.seq)
+
+    @property
+    def request_id(self) -> str:
+        """The back-end request id of the current attempt (``<job id>.<attempt>``)."""
+        return request_id_of(self.seq, self.attempt)
+
+    def to_api(self, priority: int | None = None) -> dict[str, Any]:
+        """The contract's job record (``GET /jobs``)."""
+        gpu_ids = self.gpu_ids or {}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "user": self.user,
+            "state": self.state,
+            "gpus": self.gpus,
+            "nodes": list(gpu_ids),
+            "gpu_ids": gpu_ids,
+            "priority": priority,
+            "submit_time": self.submit_time,
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "restarts": self.restarts,
+            "progress": self.progress,
+            "samples_per_s": self.samples_per_s,
+            "command": list(self.command),
+            "batch_size": self.batch_size,
+            "exit_code": self.exit_code,
+            "reason": self.reason,
+        }

@@ -1,0 +1,109 @@
+"""``dlsched submit | jobs | cancel`` against a real server (uvicorn on 127.0.0.1, fake back end),
+and ``dlsched serve``'s errors for bad options."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from dlsched.cli.main import app
+from dlsched.service.server import Service, ServiceConfig, bind
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, Path, Service]]:
+    config = ServiceConfig(
+        cluster="2x4",
+        policy="fifo",
+        backend="fake",
+        db=tmp_path / "state.db",
+        round_s=0.2,
+        poll_s=0.05,
+    )
+    service = Service(config)
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(service.app, log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    service.start()
+    thread.start()
+    while not srv.started:
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}", config.token_path, service
+    srv.should_exit = True
+    thread.join(10)
+    service.stop()
+    sock.close()
+
+
+def test_submit_jobs_cancel(server: tuple[str, Path, Service], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    url, token_file, _ = server
+    opts = ["--url", url, "--token-file", str(token_file)]
+    r = runner.invoke(
+        app,
+        [
+            "submit",
+            "--gpus",
+            "2",
+            "--name",
+            "resnet-a",
+            "--user",
+            "ann",
+            *opts,
+            "--",
+            "sleep",
+            "600",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "submitted j1" in r.output
+    monkeypatch.setenv("DLSCHED_URL", url)
+    monkeypatch.setenv("DLSCHED_TOKEN", token_file.read_text().strip())
+    r = runner.invoke(app, ["submit", "--gpus", "8", "--name", "big", "--", "sleep", "5"])
+    assert r.exit_code == 0, r.output
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        records = json.loads(runner.invoke(app, ["jobs", "--json"]).output)
+        if records[0]["state"] == "RUNNING":
+            break
+        time.sleep(0.05)
+    assert [(j["id"], j["name"], j["user"], j["gpus"]) for j in records] == [
+        ("j1", "resnet-a", "ann", 2),
+        ("j2", "big", records[1]["user"], 8),
+    ]
+    assert records[0]["state"] == "RUNNING" and records[0]["nodes"] == ["node-000"]
+    assert records[1]["state"] == "PENDING" and records[1]["priority"] == 1
+    table = runner.invoke(app, ["jobs"])
+    assert table.exit_code == 0 and "resnet-a" in table.output and "node-000:0,1" in table.output
+    r = runner.invoke(app, ["cancel", "j1"])
+    assert r.exit_code == 0 and "j1: PREEMPTING" in r.output
+    r = runner.invoke(app, ["cancel", "j9"])
+    assert r.exit_code == 1 and "no job 'j9'" in r.output
+
+
+def test_client_errors_are_clear(server: tuple[str, Path, Service], tmp_path: Path) -> None:
+    url, _, _ = server
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text("nope")
+    r = runner.invoke(app, ["submit", "--url", url, "--token-file", str(wrong), "--", "true"])
+    assert r.exit_code == 1 and "401" in r.output
+    r = runner.invoke(app, ["jobs", "--url", "http://127.0.0.1:9"])
+    assert r.exit_code == 1 and "cannot reach the service" in r.output
+
+
+def test_serve_rejects_bad_options(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["serve", "--cluster", "bogus!", "--db", str(tmp_path / "s.db")])
+    assert r.exit_code == 2 and "cannot resolve cluster" in r.output
+    r = runner.invoke(app, ["serve", "--policy", "nope", "--db", str(tmp_path / "s.db")])
+    assert r.exit_code == 2 and "unknown policy" in r.output
+    r = runner.invoke(app, ["serve", "--backend", "k8s", "--db", str(tmp_path / "s.db")])
+    assert r.exit_code == 2 and "unknown backend" in r.output
