@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint system bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,7 +25,26 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: lint
+# System programs the real-component tests drive: Chromium for the dashboard, Slurm and munge
+# for the Slurm back end. Installed when running as root (CI), otherwise named.
+SYSTEM_PROGRAMS := chromium slurmctld slurmd munged
+SYSTEM_PACKAGES := chromium slurm-wlm munge
+
+system:
+	@missing=""; for p in $(SYSTEM_PROGRAMS); do \
+		command -v $$p >/dev/null 2>&1 || [ -x /usr/sbin/$$p ] || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+				apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
+		else \
+			echo "tests need:$$missing; run: sudo apt-get install -y $(SYSTEM_PACKAGES)" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+test: lint system
 	$(BIN)/pytest -n 2 -q
 
 bench: $(VENV)/.core

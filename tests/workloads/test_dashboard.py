@@ -1,0 +1,155 @@
+"""The dashboard in a real headless Chromium, against the real service (fake back end).
+
+Needs the system Chromium (``apt-get install -y chromium``) and the ``playwright`` package
+(never ``playwright install``: the test drives the system browser).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.workloads.service_helpers import Service, running_service
+
+CHROMIUM = Path("/usr/lib/chromium/chromium")
+
+sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("fastapi")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs apt-get install -y chromium"),
+]
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    with running_service(tmp_path, backend="fake", cluster="2x4", policy="fifo") as svc:
+        yield svc
+
+
+def _duration(seconds: float) -> str:
+    """The dashboard's duration format (app.js ``duration``)."""
+    s = max(0, math.floor(seconds + 0.5))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s // 3600}h {(s % 3600) // 60:02d}m"
+
+
+def _rows(page: Any, table: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = page.eval_on_selector_all(
+        f"#{table} tbody tr[data-job-id]",
+        "rows => rows.map(r => ({id: r.dataset.jobId, state: r.dataset.state,"
+        " cells: [...r.cells].map(c => c.textContent.trim())}))",
+    )
+    return rows
+
+
+def test_dashboard_shows_what_the_api_reports(service: Service, tmp_path: Path) -> None:
+    short = [service.submit("warmup-a", 1, 0.5), service.submit("warmup-b", 2, 1.0)]
+    service.wait(lambda js: all(j["state"] == "COMPLETED" for j in js if j["id"] in short))
+    running = [service.submit(n, g, 900) for n, g in (("big", 4), ("mid", 2), ("one", 1))]
+    running.append(service.submit("two", 1, 900))
+    waiting = [service.submit(n, g, 60) for n, g in (("wait-4", 4), ("wait-1", 1))]
+    waiting.append(service.submit("wait-2", 2, 60))
+    cancelled = service.submit("cancel-me", 1, 60)
+    service.send("DELETE", f"/jobs/{cancelled}")
+    service.wait(
+        lambda js: (
+            all(
+                j["state"] == ("RUNNING" if j["id"] in running else "PENDING")
+                for j in js
+                if j["id"] in running + waiting
+            )
+            and any(j["id"] == cancelled and j["state"] == "CANCELLED" for j in js)
+        )
+    )
+
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(60_000)
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(service.url + "/?refresh=500")
+            page.wait_for_function("Number(document.body.dataset.loaded || 0) >= 2")
+            jobs = {j["id"]: j for j in service.get("/jobs")}
+            cluster = service.get("/cluster")
+            metrics = service.get("/metrics")
+            page.wait_for_function("Number(document.body.dataset.loaded || 0) >= 3")
+            page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+
+            # Cluster map: every GPU shows the job the API says holds it.
+            cells = page.eval_on_selector_all(
+                ".gpu", "cs => cs.map(c => [c.dataset.node, +c.dataset.gpu, c.dataset.jobId])"
+            )
+            expected = [
+                [n["name"], g["index"], g["job_id"] or ""]
+                for n in cluster["nodes"]
+                for g in n["gpus"]
+            ]
+            assert cells == expected
+            assert sum(1 for c in cells if c[2]) == 8
+            assert page.text_content("#policy") == f"policy: {cluster['policy']}"
+
+            # Running jobs with their GPUs and placement.
+            shown = {r["id"]: r["cells"] for r in _rows(page, "running")}
+            assert set(shown) == set(running)
+            for job_id, cells_ in shown.items():
+                job = jobs[job_id]
+                assert cells_[1:4] == [job["name"], job["user"], str(job["gpus"])]
+                for node, gpus in job["gpu_ids"].items():
+                    assert f"{node}[{','.join(map(str, gpus))}]" in cells_[4]
+
+            # The queue in priority order, with the API's priorities.
+            queue = _rows(page, "queue")
+            pending = sorted((jobs[j] for j in waiting), key=lambda j: j["priority"])
+            assert [r["id"] for r in queue] == [j["id"] for j in pending]
+            assert [r["cells"][0] for r in queue] == [str(j["priority"]) for j in pending]
+
+            # Finished jobs with their JCT (end - submit).
+            finished = {r["id"]: r["cells"] for r in _rows(page, "finished")}
+            assert set(finished) == {*short, cancelled}
+            for job_id in short:
+                job = jobs[job_id]
+                assert finished[job_id][3] == "COMPLETED"
+                assert finished[job_id][5] == _duration(job["end_time"] - job["submit_time"])
+            assert finished[cancelled][3] == "CANCELLED"
+
+            # Counts by state and both charts.
+            counts = dict(
+                page.eval_on_selector_all(
+                    ".count",
+                    "cs => cs.map(c => [c.dataset.state, +c.querySelector('.n').textContent])",
+                )
+            )
+            assert {s: n for s, n in counts.items() if n} == {
+                s: n for s, n in metrics["counts"].items() if n
+            }
+            for chart in ("#chart-utilization", "#chart-queue"):
+                assert int(page.get_attribute(f"{chart} svg", "data-points") or 0) > 0
+                assert page.locator(f"{chart} path.line").count() == 1
+            assert errors == []
+
+            # It refreshes itself: a job cancelled now moves from the queue to the finished.
+            gone = waiting[-1]
+            service.send("DELETE", f"/jobs/{gone}")
+            page.wait_for_selector(f'#finished tr[data-job-id="{gone}"]')
+            assert page.locator(f'#queue tr[data-job-id="{gone}"]').count() == 0
+
+            # The page notices when the service goes away, and says so.
+            service.stop()
+            page.wait_for_function(
+                "document.getElementById('updated').textContent.includes('cannot reach')"
+            )
+        finally:
+            browser.close()
+    assert (tmp_path / "dashboard.png").stat().st_size > 10_000
