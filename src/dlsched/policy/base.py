@@ -8,7 +8,8 @@ Contract:
 - ``key(job, now)`` is a pure function of the view and ``now``; ties must be broken inside the
   key (e.g. by submit time and ``job.seq``) so runs are deterministic.
 - A non-preemptive policy's key must not change while the job waits (it is computed once, when
-  the job is queued). A preemptive policy's keys are recomputed every cycle over all active jobs.
+  the job is queued). A preemptive policy's keys are recomputed every cycle for running jobs;
+  for waiting jobs too only when it sets ``waiting_key_fixed = False`` (e.g. keys that age).
 - ``interval`` is the round length in seconds for round-based policies (decisions only at
   multiples of it), or None for event-driven ones (a cycle after every event time).
 - ``next_change(job, now)`` tells when a running job's key will next change on its own, so the
@@ -33,6 +34,7 @@ class Policy(ABC):
     description: ClassVar[str] = ""
     preemptive: ClassVar[bool] = False
     needs_estimate: ClassVar[bool] = False
+    waiting_key_fixed: ClassVar[bool] = True
     """Whether keys use ``job.estimate`` (the driver must then run a duration estimator)."""
 
     @property

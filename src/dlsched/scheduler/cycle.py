@@ -10,7 +10,10 @@ priorities into a :class:`Plan` for one pool at a time:
   and admits them greedily while their GPU count fits the pool's healthy capacity; running jobs
   not admitted are preempted and admitted waiting jobs are placed, in key order, on what is free
   after those preemptions. An admitted job that cannot be placed (fragmentation) keeps waiting,
-  and a job chosen for preemption whose resources no new start took keeps running.
+  and a job chosen for preemption whose resources no new start took keeps running. A waiting
+  job's key is fixed while it waits (:attr:`Policy.waiting_key_fixed`), so waiting jobs stay in a
+  sorted list keyed once and only running jobs are re-keyed each cycle; the ranking stops once
+  the capacity is spent and every running job has been ranked.
 
 The cycle tries placements on the live :class:`ClusterState` inside ``state.tentative()`` so the
 state is unchanged afterwards: the driver applies the plan. The scheduler's own bookkeeping (who
@@ -22,8 +25,9 @@ its wait heap; a driver that cannot carry a start out must call :meth:`Scheduler
 from __future__ import annotations
 
 import math
-from heapq import heappop, heappush
-from operator import itemgetter
+from bisect import bisect_left, insort
+from collections.abc import Iterable
+from heapq import heappop, heappush, merge
 
 from dlsched.cluster.state import ClusterState, Demand, OverCommitError
 from dlsched.placement.base import Placer
@@ -36,17 +40,23 @@ class PoolQueues:
     """Waiting and running jobs of one pool, with the counters the recorder reads."""
 
     __slots__ = (
-        "active",
+        "entry",
         "heap",
         "pending_cpu_only",
         "pending_gpus",
         "pending_jobs",
+        "running",
         "running_jobs",
+        "waiting",
     )
 
     def __init__(self) -> None:
         self.heap: list[tuple[Key, JobView]] = []
-        self.active: dict[JobView, None] = {}
+        # Preemptive policies: waiting jobs sorted by (key, seq), each job's entry, and the
+        # running jobs in start order.
+        self.waiting: list[tuple[Key, int, JobView]] = []
+        self.entry: dict[JobView, tuple[Key, int, JobView]] = {}
+        self.running: dict[JobView, None] = {}
         self.pending_cpu_only = 0
         self.pending_jobs = 0
         self.pending_gpus = 0
@@ -93,9 +103,14 @@ class Scheduler:
         q.pending_gpus += job.gpus
         q.pending_cpu_only += job.gpus == 0
         if self.policy.preemptive:
-            q.active[job] = None
+            self._wait(q, job, now)
         else:
             heappush(q.heap, (self.policy.key(job, now), job))
+
+    def _wait(self, q: PoolQueues, job: JobView, now: float) -> None:
+        entry = (self.policy.key(job, now), job.seq, job)
+        q.entry[job] = entry
+        insort(q.waiting, entry, key=_rank)
 
     def on_started(self, job: JobView) -> None:
         q = self.pools[job.pool]
@@ -103,6 +118,11 @@ class Scheduler:
         q.pending_gpus -= job.gpus
         q.pending_cpu_only -= job.gpus == 0
         q.running_jobs += 1
+        if self.policy.preemptive:
+            entry = q.entry.pop(job)
+            i = bisect_left(q.waiting, _rank(entry), key=_rank)
+            del q.waiting[i]
+            q.running[job] = None
 
     def on_stopped(self, job: JobView, now: float) -> None:
         """A running job was preempted or lost its node: it waits again."""
@@ -111,7 +131,10 @@ class Scheduler:
         q.pending_jobs += 1
         q.pending_gpus += job.gpus
         q.pending_cpu_only += job.gpus == 0
-        if not self.policy.preemptive:
+        if self.policy.preemptive:
+            del q.running[job]
+            self._wait(q, job, now)
+        else:
             heappush(q.heap, (self.policy.key(job, now), job))
 
     def on_requeued(self, job: JobView, now: float) -> None:
@@ -123,7 +146,7 @@ class Scheduler:
         q = self.pools[job.pool]
         q.running_jobs -= 1
         if self.policy.preemptive:
-            del q.active[job]
+            del q.running[job]
 
     # ---- the cycle -----------------------------------------------------------------------
     def cycle(self, pool: int, now: float) -> Plan:
@@ -198,18 +221,30 @@ class Scheduler:
         if q.pending_jobs == 0:
             return EMPTY_PLAN
         policy, state = self.policy, self.state
-        keyed = [(policy.key(j, now), j) for j in q.active]
-        keyed.sort(key=itemgetter(0))
+        running = sorted(((policy.key(j, now), j.seq, j) for j in q.running), key=_rank)
+        if policy.waiting_key_fixed:
+            ranked: Iterable[tuple[Key, int, JobView]] = merge(running, q.waiting, key=_rank)
+        else:
+            waiting = ((policy.key(e[2], now), e[1], e[2]) for e in q.waiting)
+            ranked = sorted([*running, *waiting], key=_rank)
         capacity = float(state.pool_up_gpus[pool])
+        running_left = len(running)
+        cpu_only_left = q.pending_cpu_only
         admitted: list[JobView] = []
         preempts: list[JobView] = []
-        for _, job in keyed:
+        for _, _, job in ranked:
             need = job.gpus * job.demand.milli / 1000
             if need <= capacity:
                 admitted.append(job)
                 capacity -= need
             elif job.running:
                 preempts.append(job)
+            if job.running:
+                running_left -= 1
+            elif need == 0:
+                cpu_only_left -= 1
+            if capacity <= 0 and running_left == 0 and cpu_only_left == 0:
+                break
         starts: list[Start] = []
         with state.tentative():
             for job in preempts:
@@ -236,6 +271,10 @@ class Scheduler:
             if t is not None and t < wake:
                 wake = t
         return Plan(tuple(starts), tuple(preempts), None if wake == math.inf else wake)
+
+
+def _rank(entry: tuple[Key, int, JobView]) -> tuple[Key, int]:
+    return entry[0], entry[1]
 
 
 def _still_free(state: ClusterState, job: JobView) -> bool:
