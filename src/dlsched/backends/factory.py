@@ -8,15 +8,20 @@ from pathlib import Path
 from dlsched.backends.base import Backend
 from dlsched.backends.fake import FakeBackend
 from dlsched.backends.local import LocalBackend
+from dlsched.backends.slurm import SlurmBackend
 
-BACKENDS = ("local", "fake")
+BACKENDS = ("local", "fake", "slurm")
 
 
 def create_backend(name: str, root: Path, instance: str, clock: Callable[[], float]) -> Backend:
-    """``local``: processes under ``root``; ``fake``: in memory on ``clock``. ``instance``
-    names this service's processes (see :mod:`dlsched.backends.local`)."""
+    """``local``: processes under ``root``; ``fake``: in memory on ``clock``; ``slurm``: batch
+    jobs of the Slurm cluster that ``$SLURM_CONF`` (or the system's configuration) names, with
+    working directories under ``root`` (see :mod:`dlsched.backends.slurm`). ``instance`` names
+    this service's processes (see :mod:`dlsched.backends.local`)."""
     if name == "local":
         return LocalBackend(root, instance, clock)
     if name == "fake":
         return FakeBackend(clock)
+    if name == "slurm":
+        return SlurmBackend(root, instance, clock)
     raise ValueError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
