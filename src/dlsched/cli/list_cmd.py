@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from dlsched.cluster.builtin import list_builtin_clusters
+from dlsched.elastic.registry import elastic_policies
 from dlsched.placement.registry import placers
 from dlsched.policy.registry import policies
 from dlsched.power.registry import power_managers
@@ -19,6 +20,9 @@ def list_policies() -> None:
     """Registered scheduling policies."""
     for name, cls in sorted(policies().items()):
         typer.echo(f"{name:12s} {cls.description}")
+    typer.echo("elastic (traces of application-described jobs, e.g. Pollux workloads):")
+    for name, elastic in sorted(elastic_policies().items()):
+        typer.echo(f"{name:12s} {elastic.description}")
 
 
 @list_app.command("placements")

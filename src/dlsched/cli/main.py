@@ -12,6 +12,7 @@ from dlsched.cli.list_cmd import list_app
 from dlsched.cli.perf_cmd import perf_app
 from dlsched.cli.predict_cmd import predict_app
 from dlsched.cli.preset_cmd import preset_app
+from dlsched.cli.ps_cmd import ps_app
 from dlsched.cli.service_cmd import cancel, jobs, serve, submit
 from dlsched.cli.simulate_cmd import simulate
 from dlsched.cli.sweep_cmd import sweep
@@ -31,6 +32,7 @@ app.add_typer(preset_app, name="preset")
 app.add_typer(predict_app, name="predict")
 app.add_typer(perf_app, name="perf")
 app.add_typer(energy_app, name="energy")
+app.add_typer(ps_app, name="ps")
 trace_app.command(name="synth")(synth)
 app.command()(simulate)
 app.command()(sweep)

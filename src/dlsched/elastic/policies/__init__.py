@@ -1,0 +1,1 @@
+"""Elastic scheduling policies, one module each (found by :mod:`dlsched.elastic.registry`)."""

@@ -1,0 +1,144 @@
+"""Optimus on elastic workloads: marginal-gain GPU allocation at a fixed batch.
+
+After Peng et al., "Optimus: An Efficient Dynamic Resource Scheduler for Deep Learning
+Clusters", EuroSys 2018, with the models of :mod:`dlsched.perf.optimus`:
+
+- remaining work: the loss curve ``l(k) = 1/(β0·k + β1) + β2`` fitted over examples processed to
+  the job's observed epoch-end losses (from its validation metric), solved for the loss its
+  batch size reaches at the end of training; before three epochs are observed, or when the fit
+  never gets there, the examples of the epochs left;
+- speed: the PS speed model fitted to the job's step times at 1, 2, 4, 8 and 16 GPUs
+  (consolidated; our stand-in for Optimus's profiling runs, with one server per worker since the
+  profiled jobs are all-reduce).
+
+Every job that can gets one GPU, shortest estimated remaining time first; then GPUs go one at a
+time to the job whose estimated remaining time drops most, until none drops. Like Optimus it
+ignores the cost of restarting a job whose GPUs change. Jobs keep their GPUs when their count is
+unchanged; the others are placed on as few nodes as possible.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dlsched.elastic.perfbook import consolidated_counts
+from dlsched.elastic.policy import ElasticPolicy, fixed_allocation, free_gpus, place_consolidated
+from dlsched.elastic.types import Allocation, JobInfo
+from dlsched.perf.optimus import (
+    LossCurve,
+    PsSpeedModel,
+    fit_loss_curve,
+    fit_ps_speed,
+    loss_from_metric,
+)
+from dlsched.perf.profiles import load_profile
+
+_PROFILED = (1, 2, 4, 8, 16)
+
+
+@dataclass
+class Optimus(ElasticPolicy):
+    name = "optimus"
+    description = "marginal-gain GPUs at a fixed batch (Optimus loss-curve and PS speed models)"
+    _speed: dict[tuple[str, int], PsSpeedModel] = field(default_factory=dict, init=False)
+    _curves: dict[int, tuple[int, LossCurve | None, float]] = field(
+        default_factory=dict, init=False
+    )
+
+    def _speed_model(self, job: JobInfo) -> PsSpeedModel:
+        key = (job.application, job.requested_bsz)
+        found = self._speed.get(key)
+        if found is None:
+            variant = self.cluster.main_variant
+            gpn = max(n.gpus for n in self.cluster.nodes if n.variant == variant)
+            samples = []
+            for w in _PROFILED:
+                config = self.perf.fixed_batch(job.application, w, job.requested_bsz)
+                t = self.perf.iteration_time(
+                    job.application,
+                    variant,
+                    consolidated_counts(w, gpn),
+                    config.local_bsz,
+                    config.accum_steps,
+                )
+                samples.append((w, w, 1.0 / t))
+            found = fit_ps_speed(samples, job.requested_bsz)
+            self._speed[key] = found
+        return found
+
+    def remaining_examples(self, job: JobInfo) -> float:
+        """Estimated examples still to process (module docstring). The loss curve is refit
+        when the job has a quarter more epochs observed than at its last fit."""
+        fallback = job.epoch_size * max(job.num_epochs - job.epoch, 0)
+        seen = len(job.metrics)
+        fitted = self._curves.get(job.index)
+        if seen >= 3 and (fitted is None or seen >= 1.25 * fitted[0]):
+            losses = loss_from_metric(job.application, job.metrics)
+            curve = None
+            if min(losses) > 0:
+                try:
+                    curve = fit_loss_curve(job.samples_at_epoch, losses)
+                except ValueError:
+                    curve = None
+            fitted = (seen, curve, self._target_loss(job))
+            self._curves[job.index] = fitted
+        if fitted is None or fitted[1] is None or fitted[2] <= 0:
+            return fallback
+        estimate = fitted[1].remaining_steps(job.samples, fitted[2])
+        return estimate if math.isfinite(estimate) else fallback
+
+    @staticmethod
+    def _target_loss(job: JobInfo) -> float:
+        """The loss the validation curve nearest the job's batch reaches at its last epoch."""
+        curves = load_profile(job.application).validation
+        curve = min(curves, key=lambda c: abs(math.log(c.global_bsz / job.requested_bsz)))
+        metric = curve.metric[min(job.num_epochs, len(curve.metric)) - 1]
+        return loss_from_metric(job.application, [metric])[0]
+
+    def _time(self, job: JobInfo, n: int, remaining: float) -> float:
+        return remaining / (job.requested_bsz * self._speed_model(job)(n, n))
+
+    def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
+        total = self.cluster.total_gpus
+        remaining = {j.index: self.remaining_examples(j) for j in jobs}
+        counts = {j.index: 0 for j in jobs}
+        free = total
+        for j in sorted(jobs, key=lambda j: (self._time(j, 1, remaining[j.index]), j.index)):
+            if free == 0:
+                break
+            counts[j.index] = 1
+            free -= 1
+        caps = {j.index: min(total, j.requested_bsz) for j in jobs}
+        heap = []
+        for j in jobs:
+            if counts[j.index] and counts[j.index] < caps[j.index]:
+                heap.append((-self._gain(j, counts[j.index], remaining[j.index]), j.index))
+        heapq.heapify(heap)
+        by_index = {j.index: j for j in jobs}
+        while heap and free > 0:
+            neg, i = heapq.heappop(heap)
+            if -neg <= 0:
+                break
+            counts[i] += 1
+            free -= 1
+            if counts[i] < caps[i]:
+                heapq.heappush(heap, (-self._gain(by_index[i], counts[i], remaining[i]), i))
+        kept = {
+            j.name: j.allocation
+            for j in jobs
+            if j.allocation is not None and counts[j.index] == j.gpus
+        }
+        out = dict(kept)
+        spare = free_gpus(self.cluster, kept)
+        todo = [j for j in jobs if counts[j.index] and j.name not in kept]
+        for j in sorted(todo, key=lambda j: (-counts[j.index], j.index)):
+            gpus = place_consolidated(spare, counts[j.index])
+            if gpus is not None:
+                out[j.name] = fixed_allocation(self.perf, j, gpus)
+        return out
+
+    def _gain(self, job: JobInfo, n: int, remaining: float) -> float:
+        return self._time(job, n, remaining) - self._time(job, n + 1, remaining)

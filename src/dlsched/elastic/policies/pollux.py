@@ -1,0 +1,102 @@
+"""Pollux: goodput-maximizing GPUs and batch size per job, chosen cluster-wide.
+
+After Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for Goodput-Optimized Deep
+Learning", OSDI 2021. A job's speedup on ``n`` GPUs is its best goodput there (over batch
+sizes, :meth:`dlsched.perf.goodput.GoodputModel.best_batch`) over its best goodput on one GPU.
+The policy maximizes the generalized mean of speedups with ``p`` (-1 by default: the harmonic
+mean, so no job is left with nothing while another gains little). A job whose GPUs would change
+has its speedup scaled by the paper's re-allocation factor ``(T − R·δ)/(T + δ)`` (age ``T``,
+``R`` re-allocations so far, delay ``δ``). As in the Pollux artifact a job may at most double
+the most GPUs it has held (it grows as it is profiled).
+
+Our search differs from the artifact's genetic algorithm: the objective is separable over jobs
+in GPU counts, so counts are chosen greedily (:mod:`dlsched.elastic.greedy`) and then placed on
+as few nodes as possible, jobs keeping their GPUs when their count is unchanged. Speedups use
+the cluster's main GPU type and the gradient statistics of the start of the job's current
+tenth of training (``epoch_buckets``: the goodput search is costly and the statistics drift
+slowly). Batches are re-optimized for the exact epoch at every epoch boundary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from dlsched.elastic.greedy import greedy_counts
+from dlsched.elastic.policy import ElasticPolicy, free_gpus, place_consolidated
+from dlsched.elastic.types import Allocation, JobInfo
+
+_NO_GPU_COST = 1e12
+
+
+@dataclass
+class Pollux(ElasticPolicy):
+    name = "pollux"
+    description = "goodput-optimal GPUs and batch per job; p=-1 mean of speedups, restart-aware"
+    p: float = -1.0
+    restart_delay_s: float = 30.0
+    explore: bool = True
+    epoch_buckets: int = 10
+
+    def __post_init__(self) -> None:
+        if self.epoch_buckets < 1:
+            raise ValueError(f"epoch_buckets must be >= 1, got {self.epoch_buckets}")
+        if self.p >= 0:
+            raise ValueError(f"p must be negative (a fairness-leaning mean), got {self.p}")
+
+    def _gpn(self, variant: str) -> int:
+        return max(n.gpus for n in self.cluster.nodes if n.variant == variant)
+
+    def speedups(self, job: JobInfo, cap: int) -> list[float]:
+        """Speedup at 0..cap GPUs (consolidated) on the main GPU type."""
+        variant = self.cluster.main_variant
+        gpn = self._gpn(variant)
+        width = -(-job.num_epochs // self.epoch_buckets)
+        epoch = job.epoch - job.epoch % width
+        base = self.perf.best_batch(job.application, variant, epoch, 1, 1).goodput
+        out = [0.0]
+        for n in range(1, cap + 1):
+            g = self.perf.best_batch(job.application, variant, epoch, -(-n // gpn), n)
+            out.append(g.goodput / base)
+        return out
+
+    def cap(self, job: JobInfo) -> int:
+        lim = self.perf.limits(job.application)
+        cap = min(self.cluster.total_gpus, max(lim.max_global_bsz // lim.min_local_bsz, 1))
+        if self.explore:
+            cap = min(cap, max(2 * job.max_gpus_seen, 1))
+        return cap
+
+    def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
+        costs = []
+        for j in jobs:
+            cap = self.cap(j)
+            speed = self.speedups(j, cap)
+            age = max(now - j.submit_time, 0.0)
+            factor = max(
+                (age - j.restarts * self.restart_delay_s) / (age + self.restart_delay_s), 0.0
+            )
+            current = j.gpus
+            row = []
+            for n, s in enumerate(speed):
+                value = s if n == current else s * factor
+                row.append(_NO_GPU_COST if value <= 0 else math.pow(value, self.p))
+            costs.append(row)
+        counts = greedy_counts(costs, self.cluster.total_gpus)
+        kept: dict[str, Allocation] = {}
+        for j, n in zip(jobs, counts, strict=True):
+            if j.allocation is not None and n == j.gpus:
+                kept[j.name] = j.allocation
+        free = free_gpus(self.cluster, kept)
+        out = dict(kept)
+        todo = [(n, j) for j, n in zip(jobs, counts, strict=True) if n > 0 and j.name not in kept]
+        for n, j in sorted(todo, key=lambda t: (-t[0], t[1].index)):
+            gpus = place_consolidated(free, n)
+            if gpus is None:
+                continue
+            best = self.perf.best_batch(
+                j.application, self.cluster.main_variant, j.epoch, len(gpus), n
+            ).config
+            out[j.name] = Allocation(gpus, best.local_bsz, best.accum_steps, adaptive=True)
+        return out

@@ -1,0 +1,47 @@
+"""Small elastic workloads for tests: short applications (ncf, cifar10) on small clusters."""
+
+from __future__ import annotations
+
+from dlsched.cluster.parse import resolve_cluster
+from dlsched.elastic.run import cluster_view
+from dlsched.elastic.simulator import ElasticJobSpec
+from dlsched.elastic.types import ClusterView
+from dlsched.trace.schema import Trace
+
+TUNED_BATCH = {"ncf": 512, "cifar10": 256, "bert": 24}
+
+
+def specs(rows: list[tuple[str, float, int]]) -> list[ElasticJobSpec]:
+    """Jobs from (application, submit time, GPUs) rows, at a batch of the app's tuned size."""
+    return [
+        ElasticJobSpec(f"{app}-{i}", submit, app, gpus, TUNED_BATCH[app] * max(gpus // 2, 1))
+        for i, (app, submit, gpus) in enumerate(rows)
+    ]
+
+
+def trace_of(jobs: list[ElasticJobSpec]) -> Trace:
+    return Trace.from_columns(
+        {
+            "job_id": [j.name for j in jobs],
+            "submit_time": [j.submit_time for j in jobs],
+            "num_gpus": [j.gpus for j in jobs],
+            "application": [j.application for j in jobs],
+            "batch_size": [j.batch_size for j in jobs],
+        },
+        source="test",
+    )
+
+
+def view(text: str) -> ClusterView:
+    return cluster_view(resolve_cluster(text))
+
+
+MIXED = [
+    ("ncf", 0.0, 2),
+    ("cifar10", 30.0, 4),
+    ("ncf", 100.0, 1),
+    ("ncf", 200.0, 4),
+    ("cifar10", 400.0, 2),
+    ("ncf", 500.0, 2),
+]
+"""A contended little workload for an 8-GPU cluster."""
