@@ -27,6 +27,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from dlsched.cli.main import app
+from dlsched.elastic.registry import elastic_policies
 from dlsched.policy.registry import policies
 from dlsched.runner import Experiment, run_experiment
 from dlsched.trace.bundled import bundled_trace_path
@@ -408,8 +409,10 @@ def first_column(output: str) -> set[str]:
 
 
 def test_list_policies_placements_clusters() -> None:
-    names = first_column(ok(invoke("list", "policies")).output)
-    assert names == set(policies()) >= {"fifo", "sjf", "srtf", "tiresias"}
+    listed = ok(invoke("list", "policies")).output
+    plain, _, elastic = listed.partition("elastic (")
+    assert first_column(plain) == set(policies()) >= {"fifo", "sjf", "srtf", "tiresias"}
+    assert first_column(elastic.split("\n", 1)[1]) == set(elastic_policies())
     assert first_column(ok(invoke("list", "placements")).output) == {
         "consolidate",
         "random",
