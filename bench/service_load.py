@@ -18,6 +18,7 @@ Run: ``python bench/service_load.py`` (add ``--quick`` for a smaller smoke run).
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import tempfile
 import threading
@@ -98,6 +99,7 @@ def bench_cycles(
     t0 = time.perf_counter()
     ctl.step()
     ctl.step()
+    gc.freeze()  # as the service's control loop does after its first step
     first_ms = (time.perf_counter() - t0) * 1000
     still = len(store.jobs(PENDING))
     steps, plans, events = [], [], 0

@@ -12,8 +12,8 @@ priorities into a :class:`Plan` for one pool at a time:
   after those preemptions. An admitted job that cannot be placed (fragmentation) keeps waiting,
   and a job chosen for preemption whose resources no new start took keeps running. A waiting
   job's key is fixed while it waits (:attr:`Policy.waiting_key_fixed`), so waiting jobs stay in a
-  sorted list keyed once and only running jobs are re-keyed each cycle; the ranking stops once
-  the capacity is spent and every running job has been ranked.
+  sorted list keyed once and only running jobs are re-keyed each cycle; once the capacity is
+  spent, the walk skips the waiting jobs and only settles the running ones left.
 
 The cycle tries placements on the live :class:`ClusterState` inside ``state.tentative()`` so the
 state is unchanged afterwards: the driver applies the plan. The scheduler's own bookkeeping (who
@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterable
-from heapq import heappop, heappush, merge
+from heapq import heappop, heappush
 
 from dlsched.cluster.state import ClusterState, Demand, OverCommitError
 from dlsched.placement.base import Placer
@@ -223,40 +222,26 @@ class Scheduler:
         policy, state = self.policy, self.state
         running = sorted(((policy.key(j, now), j.seq, j) for j in q.running), key=_rank)
         if policy.waiting_key_fixed:
-            ranked: Iterable[tuple[Key, int, JobView]] = merge(running, q.waiting, key=_rank)
+            waiting = q.waiting
         else:
-            waiting = ((policy.key(e[2], now), e[1], e[2]) for e in q.waiting)
-            ranked = sorted([*running, *waiting], key=_rank)
-        capacity = float(state.pool_up_gpus[pool])
-        running_left = len(running)
-        cpu_only_left = q.pending_cpu_only
-        admitted: list[JobView] = []
-        preempts: list[JobView] = []
-        for _, _, job in ranked:
-            need = job.gpus * job.demand.milli / 1000
-            if need <= capacity:
-                admitted.append(job)
-                capacity -= need
-            elif job.running:
-                preempts.append(job)
-            if job.running:
-                running_left -= 1
-            elif need == 0:
-                cpu_only_left -= 1
-            if capacity <= 0 and running_left == 0 and cpu_only_left == 0:
-                break
+            waiting = sorted(((policy.key(e[2], now), e[1], e[2]) for e in q.waiting), key=_rank)
+        admitted, preempts = _admit(running, waiting, state.pool_up_gpus[pool], q.pending_cpu_only)
         starts: list[Start] = []
         with state.tentative():
             for job in preempts:
                 d = job.demand
                 assert job.placement is not None
                 state.release(job.placement, d.milli, d.cpus, d.memory_mib)
+            # The state only fills up during this loop, so a shape that found no room once
+            # finds none later in the same cycle.
+            unplaceable: set[Demand] = set()
             for job in admitted:
-                if job.running:
+                if job.running or job.demand in unplaceable:
                     continue
                 d = job.demand
                 placement = self.placer.place(state, pool, d)
                 if placement is None:
+                    unplaceable.add(d)
                     continue
                 state.allocate(placement, d.milli, d.cpus, d.memory_mib)
                 starts.append(Start(job, placement))
@@ -275,6 +260,44 @@ class Scheduler:
 
 def _rank(entry: tuple[Key, int, JobView]) -> tuple[Key, int]:
     return entry[0], entry[1]
+
+
+Ranked = list[tuple[Key, int, JobView]]
+
+
+def _admit(
+    running: Ranked, waiting: Ranked, capacity: float, cpu_only_waiting: int
+) -> tuple[list[JobView], list[JobView]]:
+    """Walk running and waiting jobs merged in rank order, admitting each whose GPU need fits
+    what is left of ``capacity``; running jobs not admitted are to be preempted. Once the
+    capacity is spent and no CPU-only job waits, no waiting job can be admitted, so the walk
+    skips the waiting list and only settles the running jobs left."""
+    admitted: list[JobView] = []
+    preempts: list[JobView] = []
+    ri = wi = 0
+    nr, nw = len(running), len(waiting)
+    while ri < nr or wi < nw:
+        if capacity <= 0 and cpu_only_waiting == 0:
+            for _, _, job in running[ri:]:
+                if job.gpus * job.demand.milli / 1000 <= capacity:
+                    admitted.append(job)
+                else:
+                    preempts.append(job)
+            break
+        if ri < nr and (wi >= nw or _rank(running[ri]) < _rank(waiting[wi])):
+            job = running[ri][2]
+            ri += 1
+        else:
+            job = waiting[wi][2]
+            wi += 1
+            cpu_only_waiting -= job.gpus == 0
+        need = job.gpus * job.demand.milli / 1000
+        if need <= capacity:
+            admitted.append(job)
+            capacity -= need
+        elif job.running:
+            preempts.append(job)
+    return admitted, preempts
 
 
 def _still_free(state: ClusterState, job: JobView) -> bool:

@@ -3,10 +3,16 @@
 Every ``poll_s`` the loop observes the back end (cheap); a full scheduling cycle runs when a job
 ended, when :meth:`ControlLoop.poke` reported a submission or cancellation since the last poll,
 when the plan's wake-up time has come, and at least every ``round_s`` seconds.
+
+After its first step the loop moves everything the service loaded at start (the store's jobs,
+the mirror) into the garbage collector's permanent generation (:func:`gc.freeze`): those objects
+live as long as the service, and scanning them again in every full collection made one
+scheduling cycle in a hundred take ~100 ms longer with 10,000 jobs pending.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -51,6 +57,7 @@ class ControlLoop:
     def _run(self) -> None:
         ctl = self.controller
         next_round = 0.0
+        frozen = False
         while not self._stop.is_set():
             now = time.monotonic()
             wake = ctl.wake_at
@@ -68,5 +75,8 @@ class ControlLoop:
                 ran = False
             if ran:
                 next_round = time.monotonic() + self.round_s
+                if not frozen:
+                    gc.freeze()
+                    frozen = True
             # Pokes are only looked at every poll: a burst of submissions costs one cycle.
             self._stop.wait(self.poll_s)
