@@ -152,3 +152,29 @@ def test_restart_on_the_same_store_relaunches_running_jobs(tmp_path: Path) -> No
     assert all(r.state == COMPLETED for r in rows)
     assert [r.attempt for r in rows] == [1, 1, 1], "same attempt: relaunched, not restarted"
     assert backend.launches == 3
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+def test_jobs_of_a_lost_node_are_rescheduled_elsewhere(tmp_path: Path, policy: str) -> None:
+    """Fault injection: a node is lost while jobs run on it. Its jobs are queued again (not
+    failed), nothing is launched on it while it is down, and every job completes once."""
+    h = make_harness(tmp_path, policy, cluster="3x4")
+    arrivals = [(1000.0 + 10 * i, f"job{i:02d}", 1 + i % 4, 600.0 + 50 * i) for i in range(12)]
+    node = "node-001"
+    lost_at = 1200.0
+    pending = sorted(arrivals)
+    while pending and pending[0][0] < lost_at:
+        t, name, gpus, duration = pending.pop(0)
+        h.clock.now = t
+        h.submit(name, gpus, duration)
+        h.controller.step()
+    h.clock.now = lost_at
+    assert any(node in r.request.gpu_ids for r in h.backend.runs.values()), "the node was in use"
+    h.backend.fail_node(node)
+    h.run(pending)
+    rows = h.store.jobs()
+    assert all(r.state == COMPLETED for r in rows), [(r.id, r.state, r.reason) for r in rows]
+    assert sum(r.restarts for r in rows) >= 1
+    later = [r for r in h.backend.history if r.begin > lost_at]
+    assert later and all(node not in r.request.gpu_ids for r in later)
+    check_no_double_booking(h)

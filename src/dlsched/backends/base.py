@@ -31,6 +31,10 @@ from typing import Any
 EXIT_PREEMPTED = 75
 """The exit code of a job that checkpointed on request and can be resumed (EX_TEMPFAIL)."""
 
+RESUMABLE_ERRORS = frozenset({"node_lost", "node_unavailable", "requeued"})
+"""Error kinds that say the job's node failed it, not the job: the driver queues it again (it
+resumes from its checkpoint) instead of failing it."""
+
 
 class ProcState(StrEnum):
     """What the back end knows of one request."""
@@ -124,6 +128,11 @@ class Backend(ABC):
     def recover(self, known: Mapping[str, KnownRequest]) -> None:
         """After a driver restart: adopt the live or exited requests of ``known`` and clean up
         every other process this driver started before (see the module docstring)."""
+
+    def unavailable_nodes(self) -> frozenset[str]:
+        """Nodes that take no new job now (lost, drained, down); the driver keeps them out of
+        its plans until they are back. Default: none."""
+        return frozenset()
 
     def close(self) -> None:  # noqa: B027
         """Release resources. Job processes keep running (a restarted driver adopts them)."""

@@ -98,17 +98,39 @@ class FakeBackend(Backend):
         self._done: dict[str, float] = {}
         self._errors: list[BackendError] = []
         self.launches = 0
+        self.down: set[str] = set()
+
+    def fail_node(self, node: str) -> None:
+        """Fault injection: ``node`` is lost now; runs on it end with a ``node_lost`` error and
+        launches there fail with ``node_unavailable`` until :meth:`restore_node`."""
+        now = self.clock()
+        self.down.add(node)
+        for rid, run in self.runs.items():
+            run.settle(now, self._done)
+            if run.end == math.inf and node in run.request.gpu_ids:
+                run.end, run.exit_code = now, None
+                self._errors.append(BackendError(rid, "node_lost", f"node {node} was lost", now))
+
+    def restore_node(self, node: str) -> None:
+        self.down.discard(node)
+
+    def unavailable_nodes(self) -> frozenset[str]:
+        return frozenset(self.down)
 
     def launch(self, request: LaunchRequest) -> None:
         if request.request_id in self.runs:
             return
         now = self.clock()
-        if request.job_id in self.fail_jobs:
+        down = sorted(self.down.intersection(request.gpu_ids))
+        if request.job_id in self.fail_jobs or down:
             run = FakeRun(request, now, 0.0, end=now)
             self.runs[request.request_id] = run
-            self._errors.append(
-                BackendError(request.request_id, "launch_failed", "injected launch failure", now)
+            kind, message = (
+                ("node_unavailable", f"node {down[0]} is down")
+                if down
+                else ("launch_failed", "injected launch failure")
             )
+            self._errors.append(BackendError(request.request_id, kind, message, now))
             return
         self.launches += 1
         done = self._done.get(request.job_id, 0.0)

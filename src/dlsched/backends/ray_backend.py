@@ -125,6 +125,7 @@ class RayBackend(Backend):
         self._errors: list[BackendError] = []
         self._nodes: list[dict[str, Any]] = []
         self._nodes_at = -INVENTORY_TTL_S
+        self._seen_nodes: set[str] = set()
         (self.root / "jobs").mkdir(parents=True, exist_ok=True)
         (self.root / "exits").mkdir(parents=True, exist_ok=True)
         # A local ray.init() may otherwise write ~/.ray/auth_token, which other nodes and
@@ -184,6 +185,12 @@ class RayBackend(Backend):
     def node_names(self) -> set[str]:
         """The dlsched names of the cluster's live nodes."""
         return {name for n in self._alive_nodes() if (name := _node_name(n))}
+
+    def unavailable_nodes(self) -> frozenset[str]:
+        """Nodes this back end saw alive before and that are gone now."""
+        alive = self.node_names()
+        self._seen_nodes |= alive
+        return frozenset(self._seen_nodes - alive)
 
     def inventory(self) -> ClusterSpec:
         """The live nodes that declare a dlsched name (see :func:`inventory_of`)."""

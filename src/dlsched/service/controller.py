@@ -38,7 +38,9 @@ from time import perf_counter
 
 from dlsched.backends.base import (
     EXIT_PREEMPTED,
+    RESUMABLE_ERRORS,
     Backend,
+    BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
@@ -276,7 +278,7 @@ class Controller:
     def _observe(self, now: float) -> bool:
         """Settle exits, (re)launch and (re)terminate as the rules say; True if a job ended."""
         obs = self.backend.observe()
-        failures = {e.request_id: e.message for e in self.backend.errors()}
+        failures = {e.request_id: e for e in self.backend.errors()}
         changed = False
         owned: set[str] = set()
         for seq in list(self._held):
@@ -336,8 +338,19 @@ class Controller:
         with self._lock:
             return dict(self._reported)
 
+    def _exclude_unavailable_nodes(self) -> None:
+        """Keep nodes the back end reports lost or drained out of the plans (a node still
+        holding jobs is taken out once they leave it) and bring them back when they return."""
+        down = self.backend.unavailable_nodes()
+        state = self._state
+        for node, name in enumerate(state.node_names):
+            up = name not in down
+            if state.node_up[node] != up and (up or state.node_idle(node)):
+                state.set_node_up(node, up)
+
     def _cycle(self, now: float) -> None:
         began = perf_counter()
+        self._exclude_unavailable_nodes()
         sched = self._scheduler(now)
         plan = sched.cycle(0, now)
         self.last_plan_ms = (perf_counter() - began) * 1000.0
@@ -391,14 +404,14 @@ class Controller:
         return {v.seq: i for i, v in enumerate(keyed, 1)}
 
 
-def _outcome(row: JobRow, o: Observation, failure: str | None) -> tuple[str, str | None]:
+def _outcome(row: JobRow, o: Observation, failure: BackendError | None) -> tuple[str, str | None]:
     code = o.exit_code
     if code == 0:
         return COMPLETED, None
     if row.cancel_requested:
         return CANCELLED, "cancelled"
     if failure is not None:
-        return FAILED, failure
+        return (PENDING if failure.kind in RESUMABLE_ERRORS else FAILED), failure.message
     if code == EXIT_PREEMPTED or (row.state == PREEMPTING and code in _STOPPED_BY_US):
         return PENDING, None
     if code is None:
