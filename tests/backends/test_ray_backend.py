@@ -169,7 +169,9 @@ def test_a_removed_node_fails_its_jobs_and_spares_the_others(
             driver.wait()
     assert driver.returncode == 0, err[-4000:]
     seen = json.loads(out.strip().splitlines()[-1])
-    assert seen["lost"]["state"] == "EXITED" and seen["lost"]["exit_code"] is None
+    # The job dies with its node: no exit code, or SIGKILL's (137) when the actor outlived
+    # the job by a moment and recorded it. Either way the error says the node was lost.
+    assert seen["lost"]["state"] == "EXITED" and seen["lost"]["exit_code"] in (None, 137)
     assert [(rid, kind) for rid, kind, _ in seen["errors"]] == [("l-0", "node_lost")]
     assert "k80-000" in seen["errors"][0][2]
     assert seen["job_alive_after"] is False  # the job died with its node's actor
