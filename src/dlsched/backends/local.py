@@ -21,7 +21,6 @@ the processes of an earlier run of the same driver in ``/proc``.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -29,23 +28,23 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dlsched.backends.base import (
-    Backend,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
     ProcState,
 )
+from dlsched.backends.jobfiles import (
+    CHECKPOINT_NAME,
+    INSTANCE_VAR,
+    LOG_NAME,
+    REQUEST_VAR,
+    STATUS_NAME,
+    FileBackedBackend,
+)
 from dlsched.backends.procfs import is_alive, marked_processes, read_stat
-
-INSTANCE_VAR = "DLSCHED_INSTANCE"
-REQUEST_VAR = "DLSCHED_REQUEST_ID"
-LOG_NAME = "log.txt"
-STATUS_NAME = "status.json"
-CHECKPOINT_NAME = "checkpoint"
 
 # $1: exit-code file; the rest: the job's command. The TERM/INT trap only keeps the wrapper
 # alive to record the code; the job itself gets the default dispositions back on exec.
@@ -69,7 +68,7 @@ class LocalProc:
     exit_code: int | None = None
 
 
-class LocalBackend(Backend):
+class LocalBackend(FileBackedBackend):
     """Runs requests as local process groups under ``root`` (see the module docstring).
     ``instance`` distinguishes this driver's processes from any other's on the machine."""
 
@@ -81,27 +80,9 @@ class LocalBackend(Backend):
         self.clock = clock
         self.procs: dict[str, LocalProc] = {}
         self._errors: list[BackendError] = []
-        (self.root / "jobs").mkdir(parents=True, exist_ok=True)
-        (self.root / "exits").mkdir(parents=True, exist_ok=True)
+        self._make_dirs()
 
     # ---- paths ---------------------------------------------------------------------------
-    def workdir(self, job_id: str) -> Path:
-        """The job's working directory (the same for every attempt)."""
-        return self.root / "jobs" / job_id
-
-    def exit_file(self, request_id: str) -> Path:
-        return self.root / "exits" / request_id
-
-    def _read_exit(self, request_id: str) -> tuple[bool, int | None]:
-        try:
-            text = self.exit_file(request_id).read_text().strip()
-        except FileNotFoundError:
-            return False, None
-        try:
-            return True, int(text)
-        except ValueError:
-            return True, None
-
     # ---- the interface -------------------------------------------------------------------
     def launch(self, request: LaunchRequest) -> None:
         rid = request.request_id
@@ -218,13 +199,6 @@ class LocalBackend(Backend):
             # The wrapper is gone; kill stragglers the job may have left in its group.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-
-    def _status(self, job_id: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads((self.workdir(job_id) / STATUS_NAME).read_text())
-        except (FileNotFoundError, ValueError, OSError):
-            return None
-        return data if isinstance(data, dict) else None
 
     def forget(self, request_id: str) -> None:
         proc = self.procs.get(request_id)

@@ -37,7 +37,6 @@ An exited request's actors and placement group are released when it is first obs
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import time
@@ -47,14 +46,20 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.backends.base import (
-    Backend,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
     ProcState,
 )
-from dlsched.backends.local import CHECKPOINT_NAME, INSTANCE_VAR, LOG_NAME, REQUEST_VAR, STATUS_NAME
+from dlsched.backends.jobfiles import (
+    CHECKPOINT_NAME,
+    INSTANCE_VAR,
+    LOG_NAME,
+    REQUEST_VAR,
+    STATUS_NAME,
+    FileBackedBackend,
+)
 from dlsched.backends.ray_runner import (
     GPU_TYPE_RESOURCE_PREFIX,
     NODE_RESOURCE_AMOUNT,
@@ -97,7 +102,7 @@ class RayProc:
     exit_code: int | None = None
 
 
-class RayBackend(Backend):
+class RayBackend(FileBackedBackend):
     """Runs requests on the Ray cluster at ``address`` (see the module docstring).
 
     ``address`` None: ``RAY_ADDRESS`` if set, else a single-node Ray instance is started for
@@ -126,8 +131,7 @@ class RayBackend(Backend):
         self._nodes: list[dict[str, Any]] = []
         self._nodes_at = -INVENTORY_TTL_S
         self._seen_nodes: set[str] = set()
-        (self.root / "jobs").mkdir(parents=True, exist_ok=True)
-        (self.root / "exits").mkdir(parents=True, exist_ok=True)
+        self._make_dirs()
         # A local ray.init() may otherwise write ~/.ray/auth_token, which other nodes and
         # drivers then cannot match (backends.md).
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -157,23 +161,6 @@ class RayBackend(Backend):
         self._ray = ray
 
     # ---- paths ---------------------------------------------------------------------------
-    def workdir(self, job_id: str) -> Path:
-        """The job's working directory (the same for every attempt)."""
-        return self.root / "jobs" / job_id
-
-    def exit_file(self, request_id: str) -> Path:
-        return self.root / "exits" / request_id
-
-    def _read_exit(self, request_id: str) -> tuple[bool, int | None]:
-        try:
-            text = self.exit_file(request_id).read_text().strip()
-        except FileNotFoundError:
-            return False, None
-        try:
-            return True, int(text)
-        except ValueError:
-            return True, None
-
     # ---- inventory -----------------------------------------------------------------------
     def _alive_nodes(self) -> list[dict[str, Any]]:
         wall = time.monotonic()
@@ -406,13 +393,6 @@ class RayBackend(Backend):
             self._fail(proc, "node_lost", f"Ray node {', '.join(gone)} was lost ({proc.death})")
         elif now - proc.died_at >= NODE_LOSS_WAIT_S:
             self._fail(proc, "actor_died", f"the job's Ray actor died: {proc.death}")
-
-    def _status(self, job_id: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads((self.workdir(job_id) / STATUS_NAME).read_text())
-        except (FileNotFoundError, ValueError, OSError):
-            return None
-        return data if isinstance(data, dict) else None
 
     def forget(self, request_id: str) -> None:
         proc = self.procs.get(request_id)

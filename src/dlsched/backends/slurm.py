@@ -40,22 +40,27 @@ time.
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dlsched.backends.base import (
     EXIT_PREEMPTED,
-    Backend,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
     ProcState,
+)
+from dlsched.backends.jobfiles import (
+    CHECKPOINT_NAME,
+    INSTANCE_VAR,
+    LOG_NAME,
+    REQUEST_VAR,
+    STATUS_NAME,
+    FileBackedBackend,
 )
 from dlsched.backends.slurm_cli import (
     QueuedJob,
@@ -67,11 +72,6 @@ from dlsched.backends.slurm_cli import (
 )
 
 NAME_PREFIX = "dlsched"
-LOG_NAME = "log.txt"
-STATUS_NAME = "status.json"
-CHECKPOINT_NAME = "checkpoint"
-INSTANCE_VAR = "DLSCHED_INSTANCE"
-REQUEST_VAR = "DLSCHED_REQUEST_ID"
 
 STARTING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING"})
@@ -109,7 +109,7 @@ class SlurmJob:
     exit_code: int | None = None
 
 
-class SlurmBackend(Backend):
+class SlurmBackend(FileBackedBackend):
     """Runs requests as Slurm batch jobs (see the module docstring). ``env`` is the
     environment of the Slurm commands (``SLURM_CONF`` selects a cluster); ``partition`` the
     partition to submit to (Slurm's default when None); ``gpu_types`` maps node name to GPU
@@ -135,8 +135,8 @@ class SlurmBackend(Backend):
         self.jobs: dict[str, SlurmJob] = {}
         self._errors: list[BackendError] = []
         self._unreachable = False
-        for sub in ("jobs", "exits", "scripts"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self._make_dirs()
+        (self.root / "scripts").mkdir(parents=True, exist_ok=True)
 
     # ---- names and paths -----------------------------------------------------------------
     @property
@@ -146,23 +146,6 @@ class SlurmBackend(Backend):
 
     def job_name(self, request_id: str) -> str:
         return self.name_prefix + request_id
-
-    def workdir(self, job_id: str) -> Path:
-        """The job's working directory (the same for every attempt)."""
-        return self.root / "jobs" / job_id
-
-    def exit_file(self, request_id: str) -> Path:
-        return self.root / "exits" / request_id
-
-    def _read_exit(self, request_id: str) -> tuple[bool, int | None]:
-        try:
-            text = self.exit_file(request_id).read_text().strip()
-        except FileNotFoundError:
-            return False, None
-        try:
-            return True, int(text)
-        except ValueError:
-            return True, None
 
     def _error(self, request_id: str, kind: str, message: str) -> None:
         self._errors.append(BackendError(request_id, kind, message, self.clock()))
@@ -461,13 +444,6 @@ class SlurmBackend(Backend):
                 "node_unavailable",
                 f"Slurm job {queued.job_id} cannot start: planned node {states}",
             )
-
-    def _status(self, job_id: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads((self.workdir(job_id) / STATUS_NAME).read_text())
-        except (FileNotFoundError, ValueError, OSError):
-            return None
-        return data if isinstance(data, dict) else None
 
     def forget(self, request_id: str) -> None:
         job = self.jobs.get(request_id)

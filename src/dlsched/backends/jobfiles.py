@@ -1,0 +1,54 @@
+"""The files a back end keeps per job on storage the driver reads: one working directory per
+job (the same for every attempt; the job's status and checkpoint live there) and one exit-code
+file per request, written by the job's wrapper so the code survives a driver restart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dlsched.backends.base import Backend
+
+LOG_NAME = "log.txt"
+STATUS_NAME = "status.json"
+CHECKPOINT_NAME = "checkpoint"
+INSTANCE_VAR = "DLSCHED_INSTANCE"
+REQUEST_VAR = "DLSCHED_REQUEST_ID"
+
+
+class FileBackedBackend(Backend):
+    """A back end whose jobs keep their files under ``root`` (``jobs/<job id>`` and
+    ``exits/<request id>``); subclasses call :meth:`_make_dirs` once."""
+
+    root: Path
+
+    def _make_dirs(self) -> None:
+        (self.root / "jobs").mkdir(parents=True, exist_ok=True)
+        (self.root / "exits").mkdir(parents=True, exist_ok=True)
+
+    def workdir(self, job_id: str) -> Path:
+        """The job's working directory (the same for every attempt)."""
+        return self.root / "jobs" / job_id
+
+    def exit_file(self, request_id: str) -> Path:
+        return self.root / "exits" / request_id
+
+    def _read_exit(self, request_id: str) -> tuple[bool, int | None]:
+        """Whether the request's exit file exists, and the code in it (None if unreadable)."""
+        try:
+            text = self.exit_file(request_id).read_text().strip()
+        except FileNotFoundError:
+            return False, None
+        try:
+            return True, int(text)
+        except ValueError:
+            return True, None
+
+    def _status(self, job_id: str) -> dict[str, Any] | None:
+        """The job's last status report, or None when absent or not a JSON object."""
+        try:
+            data = json.loads((self.workdir(job_id) / STATUS_NAME).read_text())
+        except (FileNotFoundError, ValueError, OSError):
+            return None
+        return data if isinstance(data, dict) else None
