@@ -73,7 +73,8 @@ def test_submit_jobs_cancel(server: tuple[str, Path, Service], monkeypatch) -> N
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         records = json.loads(runner.invoke(app, ["jobs", "--json"]).output)
-        if records[0]["state"] == "RUNNING":
+        # j2's priority is set by the first cycle after its submission, maybe a later one.
+        if records[0]["state"] == "RUNNING" and records[1]["priority"] is not None:
             break
         time.sleep(0.05)
     assert [(j["id"], j["name"], j["user"], j["gpus"]) for j in records] == [
@@ -107,3 +108,38 @@ def test_serve_rejects_bad_options(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "unknown policy" in r.output
     r = runner.invoke(app, ["serve", "--backend", "k8s", "--db", str(tmp_path / "s.db")])
     assert r.exit_code == 2 and "unknown backend" in r.output
+
+
+def test_serve_rejects_bad_policy_options_and_a_misplaced_ray_address(tmp_path: Path) -> None:
+    db = ["--db", str(tmp_path / "s.db")]
+    r = runner.invoke(app, ["serve", "--policy", "tiresias", "--policy-opt", "thresholds", *db])
+    assert r.exit_code == 2 and "--policy-opt expects KEY=VALUE, got 'thresholds'" in r.output
+    r = runner.invoke(app, ["serve", "--policy", "tiresias", "--policy-opt", "bogus=1", *db])
+    assert r.exit_code == 2 and "unknown option(s) ['bogus']" in r.output
+    assert "thresholds" in r.output  # the known options are listed
+    r = runner.invoke(app, ["serve", "--policy", "tiresias", "--policy-opt", "thresholds=x", *db])
+    assert r.exit_code == 2 and "option thresholds: cannot read 'x'" in r.output
+    r = runner.invoke(app, ["serve", "--ray-address", "127.0.0.1:6379", *db])
+    assert r.exit_code == 2
+    assert "--ray-address) applies only to backend 'ray', not 'local'" in r.output
+    r = runner.invoke(app, ["serve", "--backend", "ray", "--ray-address", " ", *db])
+    assert r.exit_code == 2 and "--ray-address) is empty" in r.output
+    assert not (tmp_path / "s.db").exists()  # nothing was started
+
+
+def test_serve_passes_policy_options_and_ray_address_to_the_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dlsched.service.server as server_module
+
+    seen: list[ServiceConfig] = []
+    monkeypatch.setattr(server_module, "serve", lambda config, announce: seen.append(config))
+    args = ["serve", "--policy", "tiresias", "--backend", "ray", "--db", str(tmp_path / "s.db")]
+    args += ["--policy-opt", "thresholds=15,60", "--policy-opt", " round_s = 30"]
+    r = runner.invoke(app, [*args, "--ray-address", "10.0.0.1:6379"])
+    assert r.exit_code == 0, r.output
+    assert seen[0].policy_options == {"thresholds": "15,60", "round_s": "30"}
+    assert seen[0].ray_address == "10.0.0.1:6379"
+    r = runner.invoke(app, args[:-4])
+    assert r.exit_code == 0, r.output
+    assert seen[1].policy_options == {} and seen[1].ray_address is None

@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dlsched.cli.errors import user_errors
+from dlsched.cli.simulate_cmd import parse_options
 
 if TYPE_CHECKING:
     from dlsched.service.client import ServiceClient
@@ -66,7 +67,20 @@ def serve(
     placement: Annotated[str, typer.Option(help="Placer (dlsched list placements).")] = (
         "consolidate"
     ),
-    backend: Annotated[str, typer.Option(help="Where jobs run: local or fake.")] = "local",
+    policy_opt: Annotated[
+        list[str] | None,
+        typer.Option(help="Policy option KEY=VALUE (repeatable), as for dlsched simulate."),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option(help="Where jobs run: local, fake, slurm or ray.")
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="With --backend ray: the Ray cluster (HOST:PORT or ray://HOST:PORT; default "
+            "$RAY_ADDRESS; neither: a Ray instance is started on this machine)."
+        ),
+    ] = None,
     db: Annotated[Path, typer.Option(help="SQLite store (created if missing).")] = Path("state.db"),
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8765,
@@ -83,7 +97,9 @@ def serve(
         float, typer.Option(help="Seconds a preempted job has to checkpoint before SIGKILL.")
     ] = 30.0,
 ) -> None:
-    """Run the live scheduler service (REST API, dashboard, control loop)."""
+    """Run the live scheduler service (REST API, dashboard, control loop). Bad options (an
+    unknown policy option, --ray-address without --backend ray) are reported before anything
+    starts."""
     try:
         from dlsched.service.server import ServiceConfig
         from dlsched.service.server import serve as run_service
@@ -93,8 +109,10 @@ def serve(
         config = ServiceConfig(
             cluster=cluster,
             policy=policy,
+            policy_options=parse_options(policy_opt or []),
             placement=placement,
             backend=backend,
+            ray_address=ray_address,
             db=db,
             host=host,
             port=port,

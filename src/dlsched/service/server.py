@@ -31,7 +31,10 @@ DEFAULT_PORT = 8765
 class ServiceConfig:
     """How to run one service. ``token_file`` and ``work_dir`` default to siblings of the
     store (``<db>.token``, ``<db>.jobs/``); ``round_s`` is the longest time between cycles;
-    ``grace_s`` the time a preempted job has to checkpoint before SIGKILL."""
+    ``grace_s`` the time a preempted job has to checkpoint before SIGKILL; ``policy_options``
+    the policy's text options (checked when the service is built); ``ray_address`` the Ray
+    cluster of the ``ray`` back end (None: ``$RAY_ADDRESS``, else a local Ray instance; an
+    error with any other back end)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -46,6 +49,7 @@ class ServiceConfig:
     round_s: float = 5.0
     poll_s: float = 0.25
     grace_s: float = DEFAULT_GRACE_S
+    ray_address: str | None = None
 
     @property
     def token_path(self) -> Path:
@@ -68,11 +72,24 @@ class Service:
             raise ValueError(
                 f"unknown backend {config.backend!r}; available: {', '.join(BACKENDS)}"
             )
+        if config.ray_address is not None:
+            if config.backend != "ray":
+                raise ValueError(
+                    f"ray_address (--ray-address) applies only to backend 'ray', "
+                    f"not {config.backend!r}"
+                )
+            if not config.ray_address.strip():
+                raise ValueError("ray_address (--ray-address) is empty")
         self.token = load_or_create_token(config.token_path)
         config.db.parent.mkdir(parents=True, exist_ok=True)
         self.store = Store(config.db)
         self.backend: Backend = create_backend(
-            config.backend, config.jobs_root, self.store.instance, clock
+            config.backend,
+            config.jobs_root,
+            self.store.instance,
+            clock,
+            ray_address=config.ray_address,
+            nodes=spec.nodes,
         )
         self.controller = Controller(
             self.store,
