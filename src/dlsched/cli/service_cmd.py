@@ -81,7 +81,13 @@ def serve(
             "$RAY_ADDRESS; neither: a Ray instance is started on this machine)."
         ),
     ] = None,
-    db: Annotated[Path, typer.Option(help="SQLite store (created if missing).")] = Path("state.db"),
+    db: Annotated[
+        str,
+        typer.Option(
+            help="Job store: a SQLite file (created if missing) or "
+            "postgresql://USER:PASSWORD@HOST:PORT/DBNAME (needs the 'postgres' extra)."
+        ),
+    ] = "state.db",
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8765,
     token_file: Annotated[

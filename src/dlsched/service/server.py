@@ -23,14 +23,17 @@ from dlsched.service.controller import DEFAULT_GRACE_S, Controller
 from dlsched.service.guard import Guard
 from dlsched.service.loop import ControlLoop
 from dlsched.service.store import Store
+from dlsched.service.store_url import SqliteTarget, StoreTarget, parse_store_url
 
 DEFAULT_PORT = 8765
 
 
 @dataclass(frozen=True)
 class ServiceConfig:
-    """How to run one service. ``token_file`` and ``work_dir`` default to siblings of the
-    store (``<db>.token``, ``<db>.jobs/``); ``round_s`` is the longest time between cycles;
+    """How to run one service. ``db`` is a SQLite file or a ``postgresql://`` URL (see
+    :mod:`dlsched.service.store_url`). ``token_file`` and ``work_dir`` default to siblings of
+    a SQLite store (``<db>.token``, ``<db>.jobs/``), and for PostgreSQL to ``<dbname>.token``
+    and ``<dbname>.jobs/`` in the current directory; ``round_s`` is the longest time between cycles;
     ``grace_s`` the time a preempted job has to checkpoint before SIGKILL; ``policy_options``
     the policy's text options (checked when the service is built); ``ray_address`` the Ray
     cluster of the ``ray`` back end (None: ``$RAY_ADDRESS``, else a local Ray instance; an
@@ -41,7 +44,7 @@ class ServiceConfig:
     policy_options: dict[str, str] = field(default_factory=dict)
     placement: str = "consolidate"
     backend: str = "local"
-    db: Path = Path("state.db")
+    db: str | Path = Path("state.db")
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     token_file: Path | None = None
@@ -52,12 +55,23 @@ class ServiceConfig:
     ray_address: str | None = None
 
     @property
+    def store_target(self) -> StoreTarget:
+        """The store ``db`` names; :class:`StoreUrlError` (a ValueError) if none."""
+        return parse_store_url(self.db)
+
+    def _beside_store(self, suffix: str) -> Path:
+        target = self.store_target
+        if isinstance(target, SqliteTarget):
+            return target.path.with_name(target.path.name + suffix)
+        return Path(target.dbname + suffix)
+
+    @property
     def token_path(self) -> Path:
-        return self.token_file or self.db.with_name(self.db.name + ".token")
+        return self.token_file or self._beside_store(".token")
 
     @property
     def jobs_root(self) -> Path:
-        return self.work_dir or self.db.with_name(self.db.name + ".jobs")
+        return self.work_dir or self._beside_store(".jobs")
 
 
 class Service:
@@ -80,9 +94,11 @@ class Service:
                 )
             if not config.ray_address.strip():
                 raise ValueError("ray_address (--ray-address) is empty")
+        target = config.store_target
         self.token = load_or_create_token(config.token_path)
-        config.db.parent.mkdir(parents=True, exist_ok=True)
-        self.store = Store(config.db)
+        if isinstance(target, SqliteTarget):
+            target.path.parent.mkdir(parents=True, exist_ok=True)
+        self.store = Store(target)
         self.backend: Backend = create_backend(
             config.backend,
             config.jobs_root,
@@ -146,7 +162,7 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
         announce(f"token file: {config.token_path}")
         announce(
             f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
-            f"store {config.db}"
+            f"store {service.store.label}"
         )
         server = uvicorn.Server(uvicorn.Config(service.app, log_level="warning", access_log=False))
         server.run(sockets=[sock])

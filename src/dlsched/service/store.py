@@ -1,14 +1,21 @@
-"""The durable job store: one SQLite file in WAL mode.
+"""The durable job store: one SQLite file in WAL mode, or a PostgreSQL database.
 
-Contracts:
+Contracts (both databases; :mod:`dlsched.service.store_dialect` holds what differs):
 - Every job state change is one transaction that also appends an event to the job's log, and
-  each transition checks the state (and attempt) it starts from, so a transition applied twice
-  (e.g. by a driver that restarted) changes nothing the second time: a job completes once.
-- The event log is append-only: triggers reject UPDATE and DELETE on it.
+  each transition is a conditional update on the state (and attempt) it starts from, so a
+  transition applied twice (e.g. by a driver that restarted, or by two services sharing one
+  PostgreSQL database) changes nothing the second time: a job starts once per attempt and
+  completes once.
+- Write transactions are serialized per database (SQLite ``BEGIN IMMEDIATE``; PostgreSQL an
+  advisory lock held to commit), so event sequence numbers commit in order and
+  :meth:`Store.changed_since` never skips an event.
+- The event log is append-only: triggers reject UPDATE and DELETE on it (and TRUNCATE on
+  PostgreSQL).
 - The schema carries a version (``meta.schema_version``); opening a store written by a newer
   version is refused with a clear error rather than guessed at.
-- ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a crash of the service
-  process (kill -9); the last transactions may be lost on a power failure (documented trade).
+- SQLite runs ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a crash of
+  the service process (kill -9); the last transactions may be lost on a power failure
+  (documented trade). PostgreSQL's durability is the server's (``synchronous_commit``).
 
 A store may be used from several threads: one connection behind a lock.
 """
@@ -17,7 +24,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -38,60 +44,57 @@ from dlsched.service.records import (
     JobRow,
     NewJob,
 )
+from dlsched.service.store_dialect import Dialect, StoreError, open_dialect
+from dlsched.service.store_url import StoreTarget, parse_store_url
+
+__all__ = ["SCHEMA_VERSION", "Store", "StoreError"]
 
 SCHEMA_VERSION = 1
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+# {id} and {real} are the dialect's DDL types; "user" is quoted: a reserved word in PostgreSQL.
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS jobs (
+    seq {id},
     name TEXT NOT NULL,
-    user TEXT NOT NULL,
+    "user" TEXT NOT NULL,
     gpus INTEGER NOT NULL,
     command TEXT NOT NULL,
     batch_size INTEGER,
-    expected_duration_s REAL,
+    expected_duration_s {real},
     state TEXT NOT NULL,
-    submit_time REAL NOT NULL,
-    start_time REAL,
-    run_start REAL,
-    end_time REAL,
+    submit_time {real} NOT NULL,
+    start_time {real},
+    run_start {real},
+    end_time {real},
     restarts INTEGER NOT NULL DEFAULT 0,
     attempt INTEGER NOT NULL DEFAULT 0,
     gpu_ids TEXT,
     pid INTEGER,
-    pid_start REAL,
-    attained_gpu_s REAL NOT NULL DEFAULT 0,
-    progress REAL,
-    samples_per_s REAL,
+    pid_start {real},
+    attained_gpu_s {real} NOT NULL DEFAULT 0,
+    progress {real},
+    samples_per_s {real},
     exit_code INTEGER,
     reason TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    job INTEGER NOT NULL,
-    time REAL NOT NULL,
+)""",
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state)",
+    """CREATE TABLE IF NOT EXISTS events (
+    seq {id},
+    job BIGINT NOT NULL,
+    time {real} NOT NULL,
     kind TEXT NOT NULL,
     detail TEXT
-);
-CREATE INDEX IF NOT EXISTS events_job ON events (job);
-CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
-    BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
-    BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
-"""
+)""",
+    "CREATE INDEX IF NOT EXISTS events_job ON events (job)",
+)
 
 _COLUMNS = (
-    "seq, name, user, gpus, command, batch_size, expected_duration_s, state, submit_time, "
+    'seq, name, "user", gpus, command, batch_size, expected_duration_s, state, submit_time, '
     "start_time, run_start, end_time, restarts, attempt, gpu_ids, pid, pid_start, "
     "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested"
 )
-
-
-class StoreError(RuntimeError):
-    """The store file cannot be used (e.g. written by a newer schema version)."""
 
 
 def _row(r: tuple[Any, ...]) -> JobRow:
@@ -123,21 +126,25 @@ def _row(r: tuple[Any, ...]) -> JobRow:
 
 
 class Store:
-    """The job store at ``path`` (created if missing). See the module docstring."""
+    """The job store ``db`` names: a SQLite file path, ``sqlite:///PATH`` or
+    ``postgresql://USER:PASSWORD@HOST:PORT/DBNAME`` (see :mod:`dlsched.service.store_url`;
+    a bad value raises :class:`~dlsched.service.store_url.StoreUrlError`, a ``ValueError``).
+    The tables are created if missing. See the module docstring for the guarantees."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, db: str | Path | StoreTarget) -> None:
+        self.target = db if not isinstance(db, str | Path) else parse_store_url(db)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise StoreError(f"{self.path}: cannot switch the store to WAL mode (got {mode!r})")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
+        self._db: Dialect = open_dialect(self.target)
+        try:
+            self._db.create_schema(
+                [t.format(id=self._db.id_type, real=self._db.real_type) for t in _TABLES]
+            )
+            self._check_version()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_version(self) -> None:
         with self._tx() as db:
             found = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if found is None:
@@ -147,21 +154,37 @@ class Store:
                 )
             elif int(found[0]) > SCHEMA_VERSION:
                 raise StoreError(
-                    f"{self.path}: schema version {found[0]} is newer than this dlsched "
+                    f"{self._db.label}: schema version {found[0]} is newer than this dlsched "
                     f"understands ({SCHEMA_VERSION}); upgrade dlsched"
                 )
 
+    @property
+    def label(self) -> str:
+        """The store as shown to people (a PostgreSQL password masked)."""
+        return self._db.label
+
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error)."""
+    def _tx(self) -> Iterator[Dialect]:
+        """One write transaction, serialized with every other writer of the database,
+        committed at the end and rolled back on error."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._db.begin_write()
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.rollback()
                 raise
-            self._db.execute("COMMIT")
+            self._db.commit()
+
+    @contextmanager
+    def _read(self) -> Iterator[Dialect]:
+        """One read-only transaction: every read in it sees the same snapshot."""
+        with self._lock:
+            self._db.begin_read()
+            try:
+                yield self._db
+            finally:
+                self._db.rollback()
 
     def close(self) -> None:
         with self._lock:
@@ -195,7 +218,7 @@ class Store:
             where.append("state=?")
             args.append(state)
         if user is not None:
-            where.append("user=?")
+            where.append('"user"=?')
             args.append(user)
         sql = f"SELECT {_COLUMNS} FROM jobs"
         if where:
@@ -214,8 +237,8 @@ class Store:
         return [_row(r) for r in rows]
 
     def snapshot(self) -> tuple[int, list[JobRow]]:
-        """The active jobs and the event-log position they reflect (read atomically)."""
-        with self._lock:
+        """The active jobs and the event-log position they reflect (one snapshot)."""
+        with self._read():
             return self.last_event(), self.active()
 
     def last_event(self) -> int:
@@ -225,8 +248,8 @@ class Store:
 
     def changed_since(self, event: int) -> tuple[int, list[JobRow]]:
         """The jobs with an event after position ``event`` (every state change appends one,
-        so the event log is the change feed), and the newest position. Read atomically."""
-        with self._lock:
+        so the event log is the change feed), and the newest position. One snapshot."""
+        with self._read():
             last = self.last_event()
             if last <= event:
                 return last, []
@@ -258,7 +281,7 @@ class Store:
         """(name, user, end − first start) of every completed job."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT name, user, end_time - start_time FROM jobs WHERE state=?", (COMPLETED,)
+                'SELECT name, "user", end_time - start_time FROM jobs WHERE state=?', (COMPLETED,)
             ).fetchall()
         return [(n, u, float(d)) for n, u, d in rows]
 
@@ -272,9 +295,7 @@ class Store:
 
     # ---- transitions ---------------------------------------------------------------------
     @staticmethod
-    def _event(
-        db: sqlite3.Connection, seq: int, now: float, kind: str, detail: dict[str, Any]
-    ) -> None:
+    def _event(db: Dialect, seq: int, now: float, kind: str, detail: dict[str, Any]) -> None:
         db.execute(
             "INSERT INTO events (job, time, kind, detail) VALUES (?, ?, ?, ?)",
             (seq, now, kind, json.dumps(detail, sort_keys=True)),
@@ -283,9 +304,9 @@ class Store:
     def submit(self, job: NewJob, now: float) -> JobRow:
         """Store a new PENDING job (one transaction, with its ``submitted`` event)."""
         with self._tx() as db:
-            cur = db.execute(
-                "INSERT INTO jobs (name, user, gpus, command, batch_size, expected_duration_s, "
-                "state, submit_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            seq = db.execute(
+                'INSERT INTO jobs (name, "user", gpus, command, batch_size, expected_duration_s, '
+                "state, submit_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
                 (
                     job.name,
                     job.user,
@@ -296,9 +317,7 @@ class Store:
                     PENDING,
                     now,
                 ),
-            )
-            seq = cur.lastrowid
-            assert seq is not None
+            ).fetchone()[0]
             self._event(db, seq, now, "submitted", {"gpus": job.gpus, "user": job.user})
         row = self.get(seq)
         assert row is not None
@@ -307,15 +326,15 @@ class Store:
     def mark_started(self, seq: int, gpu_ids: GpuIds, now: float) -> JobRow | None:
         """PENDING → RUNNING on ``gpu_ids`` with a new attempt; None if not pending."""
         with self._tx() as db:
-            cur = db.execute(
+            won = db.execute(
                 "UPDATE jobs SET state=?, attempt=attempt+1, run_start=?, "
                 "start_time=COALESCE(start_time, ?), gpu_ids=?, pid=NULL, pid_start=NULL, "
-                "exit_code=NULL WHERE seq=? AND state=?",
+                "exit_code=NULL WHERE seq=? AND state=? RETURNING attempt",
                 (RUNNING, now, now, json.dumps(gpu_ids), seq, PENDING),
-            )
-            if cur.rowcount != 1:
+            ).fetchone()
+            if won is None:
                 return None
-            attempt = db.execute("SELECT attempt FROM jobs WHERE seq=?", (seq,)).fetchone()[0]
+            attempt = won[0]
             self._event(db, seq, now, "started", {"attempt": attempt, "gpu_ids": gpu_ids})
         return self.get(seq)
 
@@ -399,9 +418,16 @@ class Store:
             else:
                 db.execute(
                     "UPDATE jobs SET state=?, end_time=?, attained_gpu_s=attained_gpu_s+?, "
-                    "exit_code=?, reason=?, progress=CASE WHEN ?=? THEN 1.0 ELSE progress END "
-                    "WHERE seq=?",
-                    (outcome, now, held, exit_code, reason, outcome, COMPLETED, seq),
+                    "exit_code=?, reason=?, progress=COALESCE(?, progress) WHERE seq=?",
+                    (
+                        outcome,
+                        now,
+                        held,
+                        exit_code,
+                        reason,
+                        1.0 if outcome == COMPLETED else None,
+                        seq,
+                    ),
                 )
             self._event(
                 db,

@@ -1,0 +1,217 @@
+"""What differs between the store's two databases: connecting, placeholders, DDL types, the
+append-only triggers and how writers are serialized. Everything else (tables, queries,
+transactions) is shared by :class:`dlsched.service.store.Store`.
+
+Contract of a dialect:
+- The store writes SQL with ``?`` placeholders and no ``?`` or ``%`` inside string literals; a
+  dialect rewrites it for its driver.
+- :meth:`Dialect.begin_write` starts a transaction that no other writer of the same database
+  runs alongside (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped advisory lock),
+  so event sequence numbers are committed in increasing order and a read transaction sees a
+  prefix of the event log.
+- :meth:`Dialect.begin_read` starts a transaction whose reads all see one snapshot.
+- Errors from the database surface as the driver's own; a constraint the store relies on (NOT
+  NULL, the append-only log) is reported as :attr:`Dialect.integrity_error`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dlsched.service.store_url import PostgresTarget, SqliteTarget, StoreTarget
+
+if TYPE_CHECKING:
+    import psycopg
+
+# One key for every dlsched writer: advisory locks are scoped to a database already.
+_WRITER_LOCK = int.from_bytes(b"dlsched\0", "big")
+APPEND_ONLY = "the event log is append-only"
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used (unreachable, not in WAL mode, or written by a newer schema)."""
+
+
+class Rows(Protocol):
+    """The part of a DB-API cursor the store reads."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Dialect(ABC):
+    """One open connection to a store database (see the module docstring)."""
+
+    label: str
+    """The database as shown in messages (a URL with its password masked)."""
+    id_type: str
+    """DDL of an auto-numbered integer primary key."""
+    real_type: str
+    """DDL of a double-precision float."""
+    integrity_error: type[Exception]
+
+    @abstractmethod
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows: ...
+
+    @abstractmethod
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+
+    @abstractmethod
+    def begin_write(self) -> None: ...
+
+    @abstractmethod
+    def begin_read(self) -> None: ...
+
+    def commit(self) -> None:
+        self.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.execute("ROLLBACK")
+
+    @abstractmethod
+    def create_schema(self, tables: Sequence[str]) -> None:
+        """Create ``tables`` (``IF NOT EXISTS`` statements) and the append-only triggers of
+        ``events``, in one transaction that no other store opening runs alongside."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class SqliteDialect(Dialect):
+    """One SQLite file in WAL mode, ``synchronous=NORMAL``."""
+
+    id_type = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    real_type = "REAL"
+    integrity_error = sqlite3.IntegrityError
+
+    def __init__(self, target: SqliteTarget) -> None:
+        self.label = target.display
+        self._db = sqlite3.connect(
+            str(target.path), isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            self._db.close()
+            raise StoreError(f"{self.label}: cannot switch the store to WAL mode (got {mode!r})")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows:
+        return self._db.execute(sql, args)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._db.executemany(sql, rows)
+
+    def begin_write(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def begin_read(self) -> None:
+        # A deferred transaction takes its WAL snapshot at its first read and keeps it.
+        self._db.execute("BEGIN")
+
+    def create_schema(self, tables: Sequence[str]) -> None:
+        self.begin_write()
+        try:
+            for statement in tables:
+                self._db.execute(statement)
+            for op in ("UPDATE", "DELETE"):
+                self._db.execute(
+                    f"CREATE TRIGGER IF NOT EXISTS events_no_{op.lower()} BEFORE {op} ON events "
+                    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY}'); END"
+                )
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class PostgresDialect(Dialect):
+    """A PostgreSQL database through psycopg 3 (the ``postgres`` extra), one connection in
+    autocommit mode with explicit transactions."""
+
+    id_type = "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"
+    real_type = "DOUBLE PRECISION"
+
+    def __init__(self, target: PostgresTarget) -> None:
+        self.label = target.display
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError(
+                f"--db {self.label}: PostgreSQL needs the 'postgres' extra "
+                f"(pip install 'dlsched[postgres]'): {exc}"
+            ) from exc
+        self.integrity_error = psycopg.IntegrityError
+        try:
+            self._db: psycopg.Connection[Any] = psycopg.connect(target.url, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"{self.label}: cannot connect: {exc}") from exc
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows:
+        return self._db.execute(self._sql(sql), args)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self._db.cursor() as cur:
+            cur.executemany(self._sql(sql), rows)
+
+    def begin_write(self) -> None:
+        self._db.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        try:
+            self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITER_LOCK,))
+        except BaseException:
+            self.rollback()
+            raise
+
+    def begin_read(self) -> None:
+        self._db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    def create_schema(self, tables: Sequence[str]) -> None:
+        self.begin_write()
+        try:
+            for statement in tables:
+                self._db.execute(self._sql(statement))
+            self._db.execute(
+                "CREATE OR REPLACE FUNCTION dlsched_events_append_only() RETURNS trigger "
+                "LANGUAGE plpgsql AS $$ BEGIN "
+                f"RAISE EXCEPTION '{APPEND_ONLY}' USING ERRCODE = 'restrict_violation'; "
+                "END $$"
+            )
+            # Dropped and made again (rather than IF NOT EXISTS, which triggers lack before
+            # PostgreSQL 14) under the writer lock, so concurrent openings cannot collide.
+            for name, when, each in (
+                ("events_no_update_delete", "UPDATE OR DELETE", "ROW"),
+                ("events_no_truncate", "TRUNCATE", "STATEMENT"),
+            ):
+                self._db.execute(f"DROP TRIGGER IF EXISTS {name} ON events")
+                self._db.execute(
+                    f"CREATE TRIGGER {name} BEFORE {when} ON events FOR EACH {each} "
+                    "EXECUTE FUNCTION dlsched_events_append_only()"
+                )
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def open_dialect(target: StoreTarget) -> Dialect:
+    """Connect to the store database ``target`` names."""
+    if isinstance(target, PostgresTarget):
+        return PostgresDialect(target)
+    return SqliteDialect(target)
