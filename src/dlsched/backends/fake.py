@@ -7,7 +7,9 @@ After ``launch_delay_s`` it shows as RUNNING; when its work is done it shows as 
 exceeds the grace period, be killed at the end of the grace period (exit code None, progress
 since the last attempt lost). Jobs listed in ``fail_jobs`` fail to launch (a typed error).
 Every run interval is kept in :attr:`FakeBackend.history` so tests can check invariants. Fake
-jobs report no status (progress, throughput).
+jobs report no status (progress, throughput) unless ``status_of`` is given: it is called with a
+running request and the seconds of work its job has done in all its attempts, and returns the
+status the job reports.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from dlsched.backends.base import (
     EXIT_PREEMPTED,
@@ -87,8 +90,10 @@ class FakeBackend(Backend):
         launch_delay_s: float = 0.0,
         checkpoint_s: float = 0.0,
         fail_jobs: Iterable[str] = (),
+        status_of: Callable[[LaunchRequest, float], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self.clock = clock
+        self.status_of = status_of
         self.duration_of = duration_of
         self.launch_delay_s = launch_delay_s
         self.checkpoint_s = checkpoint_s
@@ -164,7 +169,11 @@ class FakeBackend(Backend):
             else:
                 state = ProcState.RUNNING
             seen = run.seen
-            if seen is None or seen.state is not state:
+            if state is ProcState.RUNNING and self.status_of is not None:
+                worked = self._done.get(run.request.job_id, 0.0) + (now - run.begin)
+                status = self.status_of(run.request, worked)
+                seen = run.seen = Observation(rid, state, None, None, run.begin, status)
+            elif seen is None or seen.state is not state:
                 seen = run.seen = Observation(rid, state, run.exit_code, None, run.begin)
             out[rid] = seen
         return out

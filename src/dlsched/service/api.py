@@ -110,10 +110,12 @@ def create_app(
 
     @app.post("/jobs", status_code=201, summary="Submit a job")
     def submit(body: JobSubmission) -> dict[str, Any]:
-        reason = controller.infeasible_reason(body.gpus)
+        elastic = body.elastic_spec()
+        reason = controller.submission_problem(body.gpus, elastic)
         if reason is not None:
-            raise HTTPException(422, f"infeasible: gpus={body.gpus}: {reason}")
+            raise HTTPException(422, reason)
         row = store.submit(body.to_new_job(), ctx.clock())
+        controller.submitted(row.seq, elastic)
         ctx.poke()
         return record(row)
 

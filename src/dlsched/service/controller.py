@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from time import perf_counter
+from typing import Any
 
 from dlsched.backends.base import (
     EXIT_PREEMPTED,
@@ -51,6 +52,7 @@ from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
 from dlsched.placement.registry import create_placer
 from dlsched.policy.base import Policy
 from dlsched.scheduler.cycle import Scheduler
+from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.estimates import DurationHistory
 from dlsched.service.live_job import LiveJob
 from dlsched.service.live_metrics import LiveMetrics
@@ -122,6 +124,7 @@ class Controller:
         self._held: dict[int, Placement] = {}
         self._cells: dict[tuple[int, int], int] = {}
         self._reported: dict[int, tuple[float | None, float | None]] = {}
+        self._status: dict[int, Mapping[str, Any]] = {}
         self._sched: Scheduler | None = None
         self._unsaved: set[int] = set()
         self._saved_at = time.monotonic()
@@ -140,6 +143,18 @@ class Controller:
         """Why a job of ``gpus`` GPUs could never run on this cluster, or None."""
         with self._lock:
             return self._admission.never_fits(0, self._demand(gpus))
+
+    def submission_problem(self, gpus: int, elastic: ElasticSpec | None) -> str | None:
+        """Why a submission of ``gpus`` GPUs (elastic if ``elastic`` is given) is refused,
+        naming the field, or None. This controller runs rigid jobs only."""
+        if elastic is not None:
+            return "elastic: this service's policy is not elastic; submit without --elastic"
+        reason = self.infeasible_reason(gpus)
+        return None if reason is None else f"infeasible: gpus={gpus}: {reason}"
+
+    def submitted(self, seq: int, elastic: ElasticSpec | None) -> None:
+        """Called after job ``seq`` was stored by the API (elastic controllers record its
+        spec); nothing to do here."""
 
     def _placement(self, gpu_ids: GpuIds | None) -> Placement:
         return tuple((self.node_index[node], tuple(gpus)) for node, gpus in (gpu_ids or {}).items())
@@ -184,6 +199,7 @@ class Controller:
             self._rid.pop(seq, None)
             with self._lock:
                 self._reported.pop(seq, None)
+            self._status.pop(seq, None)
             self._unsaved.discard(seq)
         if was != row.state:
             self._transition(row, was, new)
@@ -311,6 +327,7 @@ class Controller:
             if row.state == PREEMPTING:
                 self.backend.terminate(rid, self.grace_s)
             if o.status:
+                self._status[row.seq] = o.status
                 report = (_number(o.status.get("progress")), _number(o.status.get("samples_per_s")))
                 if report != self._reported.get(row.seq):
                     with self._lock:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.records import NewJob
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$"
@@ -14,7 +15,13 @@ MAX_ARG_CHARS = 4096
 
 
 class JobSubmission(BaseModel):
-    """``POST /jobs``: a job to run. Unknown fields are rejected; numbers must be numbers."""
+    """``POST /jobs``: a job to run. Unknown fields are rejected; numbers must be numbers.
+
+    An elastic job (``elastic: true``, for a service running an elastic policy) also gives
+    ``application`` (the profiled application whose performance model stands for it, e.g.
+    ``cifar10``), ``batch_size`` (its per-GPU batch at ``gpus`` GPUs) and optionally
+    ``max_gpus`` (default ``gpus``; the policy may give it up to that many). A rigid job gives
+    neither ``application`` nor ``max_gpus``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -29,6 +36,32 @@ class JobSubmission(BaseModel):
     expected_duration_s: Annotated[
         float | None, Field(gt=0, le=365 * 86400, allow_inf_nan=False)
     ] = None
+    elastic: Annotated[bool, Field(strict=True)] = False
+    application: Annotated[str | None, Field(min_length=1, max_length=64)] = None
+    max_gpus: Annotated[int | None, Field(strict=True, ge=1, le=1_000_000)] = None
+
+    @model_validator(mode="after")
+    def _elastic_fields(self) -> JobSubmission:
+        if self.elastic:
+            if self.application is None:
+                raise ValueError("application: required for an elastic job")
+            if self.batch_size is None:
+                raise ValueError("batch_size: required for an elastic job (per-GPU batch)")
+            if self.max_gpus is not None and self.max_gpus < self.gpus:
+                raise ValueError(
+                    f"max_gpus: {self.max_gpus} is below the requested gpus ({self.gpus})"
+                )
+        else:
+            for name in ("application", "max_gpus"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}: only for an elastic job (elastic=true)")
+        return self
+
+    def elastic_spec(self) -> ElasticSpec | None:
+        """The elastic part of the submission (None for a rigid job)."""
+        if not self.elastic or self.application is None or self.batch_size is None:
+            return None
+        return ElasticSpec(self.application, self.max_gpus or self.gpus, self.batch_size)
 
     def to_new_job(self) -> NewJob:
         return NewJob(

@@ -16,10 +16,10 @@ from pathlib import Path
 from dlsched.backends.base import Backend
 from dlsched.backends.factory import BACKENDS, create_backend
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.policy.registry import create_policy
 from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
-from dlsched.service.controller import DEFAULT_GRACE_S, Controller
+from dlsched.service.controller import DEFAULT_GRACE_S
+from dlsched.service.elastic_setup import build_controller, create_service_policy
 from dlsched.service.guard import Guard
 from dlsched.service.loop import ControlLoop
 from dlsched.service.store import Store
@@ -81,7 +81,7 @@ class Service:
     def __init__(self, config: ServiceConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         spec = resolve_cluster(config.cluster)
-        policy = create_policy(config.policy, config.policy_options)
+        policy = create_service_policy(config.policy, config.policy_options)
         if config.backend not in BACKENDS:
             raise ValueError(
                 f"unknown backend {config.backend!r}; available: {', '.join(BACKENDS)}"
@@ -107,11 +107,11 @@ class Service:
             ray_address=config.ray_address,
             nodes=spec.nodes,
         )
-        self.controller = Controller(
+        self.controller = build_controller(
+            policy,
             self.store,
             self.backend,
             spec,
-            policy,
             placement=config.placement,
             clock=clock,
             grace_s=config.grace_s,

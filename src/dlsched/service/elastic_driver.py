@@ -1,0 +1,286 @@
+"""The live side of an elastic policy: what it is told each round, and what it answered.
+
+:class:`ElasticDriver` holds one :class:`~dlsched.elastic.policy.ElasticPolicy` (the object the
+elastic simulator uses, bound once to the cluster and a :class:`~dlsched.elastic.perfbook.PerfBook`)
+and, for every active elastic job, what the service has learnt of it. Each round
+:meth:`ElasticDriver.decide` builds the policy's :class:`~dlsched.elastic.types.JobInfo` views
+and returns the policy's allocations, validated and capped at each job's ``max_gpus``.
+
+How a live job is shown to the policy (the job is a scaled-down run of its profiled
+``application``): its reported fraction done maps onto the application's progress and epochs
+(``progress = fraction × total_progress``, ``epoch = ⌊fraction × num_epochs⌋``); ``samples``,
+``epoch_size`` and the throughputs are the job's own (examples and examples per second as it
+reported them), so ONES's remaining-time estimate ``samples·(1/ρ − 1)/throughput`` is in the
+job's real seconds. A throughput is recorded at most once per round and only from a fresh
+report (its ``time`` changed) of a run at the job's current size: the last five per GPU count,
+as in the simulator. Attained service, restarts, the last change and the most GPUs held come from
+the job's event log in the store (they survive a restart of the service); throughputs and epoch
+marks are kept in memory and measured again after one.
+
+Limits of the mapping: live jobs report no validation metric, so ``metrics`` holds the
+application profile's metric at each epoch the job passed (:func:`profile_metric`, what the
+simulator uses too) for ONES's Beta predictor and Optimus's loss-curve fit; Pollux and Optimus
+take step times from the profiles, not from the live throughputs (their interface reads the
+:class:`PerfBook`, which has no hook for measurements).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from dlsched.cluster.spec import ClusterSpec
+from dlsched.elastic.perfbook import PerfBook
+from dlsched.elastic.policy import ElasticPolicy, validate
+from dlsched.elastic.run import cluster_view
+from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo
+from dlsched.perf.profiles import load_profile
+from dlsched.service.elastic_book import ElasticSpec
+from dlsched.service.records import GpuIds, JobRow
+
+THROUGHPUT_HISTORY = 5
+"""Measurements kept per GPU count (ONES averages the last five)."""
+
+
+@dataclass
+class RunHistory:
+    """What a job's event log says of its runs: GPU-seconds held, launches, when its GPUs last
+    changed and the most it held."""
+
+    attained_gpu_s: float = 0.0
+    starts: int = 0
+    last_change: float | None = None
+    max_gpus: int = 0
+
+
+def run_history(events: Sequence[tuple[float, str, Mapping[str, Any]]], now: float) -> RunHistory:
+    """Fold a job's event log (``Store.events``) into a :class:`RunHistory` at time ``now``: a
+    run lasts from its ``started`` event to the next event that ends it (requeued or final), or
+    to ``now`` if none has yet."""
+    out = RunHistory()
+    began: float | None = None
+    gpus = 0
+    for t, kind, detail in events:
+        if kind == "started":
+            ids = detail.get("gpu_ids") or {}
+            gpus = sum(len(g) for g in ids.values())
+            began = t
+            out.starts += 1
+            out.last_change = t
+            out.max_gpus = max(out.max_gpus, gpus)
+        elif kind in ("requeued", "completed", "failed", "cancelled") and began is not None:
+            out.attained_gpu_s += gpus * max(0.0, t - began)
+            began = None
+    if began is not None:
+        out.attained_gpu_s += gpus * max(0.0, now - began)
+    return out
+
+
+@dataclass
+class JobTrack:
+    """What the driver learnt of one job from its reports."""
+
+    fraction: float = 0.0
+    samples: float = 0.0
+    total_samples: float | None = None
+    report_time: float | None = None
+    throughputs: dict[int, list[float]] = field(default_factory=dict)
+    samples_at_epoch: list[float] = field(default_factory=list)
+    metrics: list[float] = field(default_factory=list)
+    global_bsz: int = 0
+    epoch_at_change: int = 0
+    seen_change: float | None = None
+    last_info: JobInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveElasticJob:
+    """One active elastic job as the controller hands it to the driver: its row, spec, run
+    history, the size of its current launch (None unless it runs) and its latest report."""
+
+    row: JobRow
+    spec: ElasticSpec
+    history: RunHistory
+    batch_size: int | None
+    status: Mapping[str, Any] | None
+
+
+class ElasticDriver:
+    """One elastic policy run live (module docstring)."""
+
+    def __init__(self, policy: ElasticPolicy, cluster: ClusterSpec, seed: int = 0) -> None:
+        self.policy = policy
+        self.view = cluster_view(cluster)
+        self.node_of = {n.name: n.index for n in self.view.nodes}
+        self.perf = PerfBook()
+        policy.bind(self.view, self.perf, seed)
+        self.tracks: dict[int, JobTrack] = {}
+        self.rounds = 0
+
+    def allocation_of(self, gpu_ids: GpuIds | None, batch_size: int) -> Allocation | None:
+        """A running job's GPUs as an :class:`Allocation` (None when it holds none)."""
+        if not gpu_ids:
+            return None
+        pairs = sorted((self.node_of[node], len(gs)) for node, gs in gpu_ids.items() if gs)
+        return Allocation(tuple(pairs), batch_size) if pairs else None
+
+    def observe(self, seq: int, status: Mapping[str, Any] | None, gpus: int) -> None:
+        """Take in job ``seq``'s latest report while it runs on ``gpus`` GPUs: progress always,
+        a throughput only from a fresh report of a run at that size."""
+        track = self.tracks.setdefault(seq, JobTrack())
+        if not status:
+            return
+        fraction = _number(status.get("progress"))
+        samples = _number(status.get("samples"))
+        total = _number(status.get("total_samples"))
+        rate = _number(status.get("samples_per_s"))
+        size = status.get("num_gpus")
+        when = _number(status.get("time"))
+        if fraction is not None:
+            track.fraction = min(max(fraction, 0.0), 1.0)
+        if samples is not None:
+            track.samples = samples
+        if total is not None and total > 0:
+            track.total_samples = total
+        fresh = when is not None and when != track.report_time
+        if fresh:
+            track.report_time = when
+        if fresh and rate and rate > 0 and size == gpus and status.get("state") != "finished":
+            history = track.throughputs.setdefault(gpus, [])
+            history.append(rate)
+            del history[:-THROUGHPUT_HISTORY]
+
+    def forget(self, seq: int) -> None:
+        self.tracks.pop(seq, None)
+
+    def info(self, job: LiveElasticJob, now: float) -> JobInfo:
+        """The policy's view of ``job`` at ``now`` (module docstring)."""
+        row, spec = job.row, job.spec
+        track = self.tracks.setdefault(row.seq, JobTrack())
+        eff = self.perf.efficiency(spec.application)
+        epochs = eff.num_epochs
+        epoch = min(int(track.fraction * epochs), epochs - 1)
+        held = sum(len(g) for g in (row.gpu_ids or {}).values())
+        global_bsz = (job.batch_size or spec.batch_size) * (held or row.gpus)
+        while len(track.samples_at_epoch) < epoch:
+            track.metrics.append(profile_metric(spec.application, len(track.metrics), global_bsz))
+            track.samples_at_epoch.append(track.samples)
+        if track.total_samples is not None:
+            epoch_size = track.total_samples / epochs
+        else:
+            first = load_profile(spec.application).validation[0]
+            epoch_size = float(first.iteration[0] * first.global_bsz)
+        history = job.history
+        if history.last_change != track.seen_change:
+            track.seen_change = history.last_change
+            track.epoch_at_change = epoch
+        allocation = None
+        if job.batch_size is not None:
+            allocation = self.allocation_of(row.gpu_ids, job.batch_size)
+        info = JobInfo(
+            name=row.id,
+            index=row.seq,
+            application=spec.application,
+            submit_time=row.submit_time,
+            requested_gpus=row.gpus,
+            requested_bsz=spec.batch_size * row.gpus,
+            attained_service=history.attained_gpu_s,
+            progress=track.fraction * eff.total_progress,
+            total_progress=eff.total_progress,
+            epoch=epoch,
+            num_epochs=epochs,
+            samples=track.samples,
+            allocation=allocation,
+            restarts=max(history.starts - 1, 0),
+            last_change=history.last_change,
+            epoch_at_change=track.epoch_at_change,
+            max_gpus_seen=history.max_gpus,
+            epoch_size=epoch_size,
+            throughputs=MappingProxyType({n: tuple(v) for n, v in track.throughputs.items()}),
+            metrics=tuple(track.metrics),
+            samples_at_epoch=tuple(track.samples_at_epoch),
+        )
+        track.last_info = info
+        track.global_bsz = global_bsz
+        return info
+
+    def finished(self, done: Sequence[tuple[int, float]]) -> None:
+        """Tell the policy of jobs that completed (``(seq, end time)``), as the simulator does
+        between rounds; their tracks are dropped."""
+        out = []
+        for seq, end in done:
+            track = self.tracks.pop(seq, None)
+            last = track.last_info if track is not None else None
+            if last is None:
+                continue
+            assert track is not None
+            marks = list(last.samples_at_epoch)
+            metrics = list(last.metrics)
+            final = track.total_samples or last.samples
+            while len(marks) < last.num_epochs:
+                metrics.append(profile_metric(last.application, len(marks), track.global_bsz))
+                marks.append(final)
+            view = replace(
+                last,
+                progress=last.total_progress,
+                epoch=last.num_epochs,
+                samples=final,
+                allocation=None,
+                metrics=tuple(metrics),
+                samples_at_epoch=tuple(marks),
+            )
+            out.append(FinishedInfo(view, end))
+        if out:
+            self.policy.finished(out)
+
+    def decide(
+        self, now: float, jobs: Sequence[LiveElasticJob]
+    ) -> tuple[list[JobInfo], dict[str, Allocation]]:
+        """One round: the views shown to the policy and its allocations by job id (validated
+        against the cluster, each cut to its job's ``max_gpus``)."""
+        infos = [self.info(j, now) for j in jobs]
+        answer = self.policy.decide(now, infos)
+        validate(self.policy.name, answer, infos, self.view)
+        caps = {j.row.id: j.spec.max_gpus for j in jobs}
+        self.rounds += 1
+        return infos, {name: _cap(a, caps[name]) for name, a in answer.items()}
+
+    def node_name(self, index: int) -> str:
+        return self.view.nodes[index].name
+
+
+def profile_metric(application: str, epoch: int, global_bsz: int) -> float:
+    """The validation metric ``application``'s profile records after ``epoch`` at the validated
+    global batch nearest (in log scale) to ``global_bsz``: the stand-in for the metric a live
+    job does not report (as the elastic simulator does)."""
+    curves = load_profile(application).validation
+    best = min(curves, key=lambda c: abs(math.log(c.global_bsz / max(global_bsz, 1))))
+    return best.metric[min(epoch, len(best.metric) - 1)]
+
+
+def per_gpu_batch(alloc: Allocation) -> int:
+    """The per-GPU batch a job runs with for ``alloc``: the policy's local batch times its
+    micro-steps (the training workload has no gradient accumulation, so it takes the same
+    examples per optimizer step in one micro-step)."""
+    return alloc.local_bsz * (alloc.accum_steps + 1)
+
+
+def _cap(alloc: Allocation, cap: int) -> Allocation:
+    if alloc.num_gpus <= cap:
+        return alloc
+    left, kept = cap, []
+    for node, count in alloc.gpus:
+        take = min(count, left)
+        if take > 0:
+            kept.append((node, take))
+        left -= take
+    return Allocation(tuple(kept), alloc.local_bsz, alloc.accum_steps, alloc.adaptive)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None

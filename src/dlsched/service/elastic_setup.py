@@ -1,0 +1,79 @@
+"""Which controller a service runs: rigid policies drive the simulator's Scheduler; elastic
+ones (:mod:`dlsched.elastic.policies`) drive the
+:class:`~dlsched.service.elastic_controller.ElasticController`.
+
+A ``--policy`` name resolves to an elastic policy when it is written ``elastic:NAME`` or when
+only the elastic registry has it (``ones``, ``pollux``, ``optimus``, ``gavel``, ``themis``);
+``fifo`` and ``tiresias`` exist in both and mean the rigid ones unless prefixed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dlsched.backends.base import Backend
+from dlsched.cluster.spec import ClusterSpec
+from dlsched.elastic.policy import ElasticPolicy
+from dlsched.elastic.registry import create_elastic_policy, elastic_policies
+from dlsched.policy.base import Policy
+from dlsched.policy.registry import create_policy, policies
+from dlsched.service.controller import DEFAULT_GRACE_S, Controller
+from dlsched.service.elastic_book import ElasticBook
+from dlsched.service.elastic_controller import ElasticController
+from dlsched.service.store import Store
+from dlsched.service.store_url import SqliteTarget
+
+ELASTIC_PREFIX = "elastic:"
+
+
+def elastic_name(policy: str) -> str | None:
+    """The elastic policy ``policy`` names (module docstring), or None for a rigid one."""
+    if policy.startswith(ELASTIC_PREFIX):
+        return policy[len(ELASTIC_PREFIX) :]
+    if policy in elastic_policies() and policy not in policies():
+        return policy
+    return None
+
+
+def create_service_policy(policy: str, options: dict[str, str]) -> Policy | ElasticPolicy:
+    """The policy ``policy`` names (module docstring) with its text ``options``; unknown names
+    and options raise ValueError before anything starts."""
+    elastic = elastic_name(policy)
+    if elastic is None:
+        return create_policy(policy, options)
+    return create_elastic_policy(elastic, options)
+
+
+def store_file(store: Store) -> Path:
+    """The SQLite file of ``store``; ValueError for a PostgreSQL store: the elastic tables
+    (:mod:`dlsched.service.elastic_book`) live in a SQLite file."""
+    target = store.target
+    if not isinstance(target, SqliteTarget):
+        raise ValueError(
+            f"--db {target.display}: elastic policies keep their job sizes in a SQLite store; "
+            "give a SQLite file, not a PostgreSQL URL"
+        )
+    return target.path
+
+
+def build_controller(
+    policy: Policy | ElasticPolicy,
+    store: Store,
+    backend: Backend,
+    cluster: ClusterSpec,
+    placement: str = "consolidate",
+    clock: Callable[[], float] = time.time,
+    grace_s: float = DEFAULT_GRACE_S,
+) -> Controller:
+    """The controller that runs ``policy``: an :class:`ElasticController` for an elastic
+    policy, else the rigid :class:`Controller`."""
+    if isinstance(policy, ElasticPolicy):
+        book = ElasticBook(store_file(store))
+        return ElasticController(
+            store, backend, cluster, policy, book, clock=clock, grace_s=grace_s
+        )
+    return Controller(
+        store, backend, cluster, policy, placement=placement, clock=clock, grace_s=grace_s
+    )

@@ -1,0 +1,254 @@
+"""Elastic policies driven live on the fake back end with a controllable clock: a job is resized
+through the preemption protocol (stopped once, relaunched with the new GPU count and batch),
+GPUs are never held twice, measured throughputs reach the policy, and submissions are checked."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dlsched.backends.base import LaunchRequest
+from dlsched.backends.fake import FakeBackend
+from dlsched.cluster.parse import resolve_cluster
+from dlsched.elastic.registry import elastic_policies
+from dlsched.service.api import ServiceContext, create_app
+from dlsched.service.auth import load_or_create_token
+from dlsched.service.controller import Controller
+from dlsched.service.elastic_book import ElasticSpec
+from dlsched.service.elastic_controller import ElasticController
+from dlsched.service.elastic_setup import build_controller, create_service_policy, elastic_name
+from dlsched.service.records import COMPLETED, PREEMPTING, NewJob
+from dlsched.service.store import Store
+from tests.service.helpers import Clock
+
+DURATION_S = 1800.0
+TOTAL_SAMPLES = 90_000
+RATE_PER_GPU = 50.0
+
+
+def report(clock: Clock) -> Any:
+    """The status a fake training job reports: its share of work done, and a throughput of
+    ``RATE_PER_GPU`` per GPU (so the policy can tell sizes apart)."""
+
+    def status(request: LaunchRequest, worked_s: float) -> Mapping[str, Any]:
+        fraction = min(worked_s / DURATION_S, 1.0)
+        return {
+            "progress": fraction,
+            "samples": round(fraction * TOTAL_SAMPLES),
+            "total_samples": TOTAL_SAMPLES,
+            "samples_per_s": RATE_PER_GPU * request.num_gpus,
+            "num_gpus": request.num_gpus,
+            "batch_size": request.batch_size,
+            "time": clock(),
+            "state": "running",
+        }
+
+    return status
+
+
+class Live:
+    def __init__(self, tmp: Path, policy: str, cluster: str = "1x4") -> None:
+        self.clock = Clock()
+        self.store = Store(tmp / "state.db")
+        self.backend = FakeBackend(self.clock, status_of=report(self.clock))
+        ctl = build_controller(
+            create_service_policy(policy, {}),
+            self.store,
+            self.backend,
+            resolve_cluster(cluster),
+            clock=self.clock,
+        )
+        assert isinstance(ctl, ElasticController)
+        self.ctl = ctl
+        self.terminations: list[str] = []
+        terminate = self.backend.terminate
+
+        def counted(request_id: str, grace_s: float) -> None:
+            if self.backend.runs.get(request_id) is not None:
+                self.terminations.append(request_id)
+            terminate(request_id, grace_s)
+
+        self.backend.terminate = counted  # type: ignore[method-assign]
+
+    def submit(self, name: str, gpus: int = 1, max_gpus: int = 4, batch: int = 64) -> int:
+        spec = ElasticSpec("cifar10", max_gpus, batch)
+        assert self.ctl.submission_problem(gpus, spec) is None
+        row = self.store.submit(
+            NewJob(name, "u", gpus, ("sleep", str(DURATION_S)), batch, DURATION_S), self.clock()
+        )
+        self.ctl.submitted(row.seq, spec)
+        return row.seq
+
+    def run(self, round_s: float = 60.0, max_rounds: int = 500) -> None:
+        for _ in range(max_rounds):
+            self.ctl.step()
+            # A stopped fake job exits at once (checkpoint_s=0): settle it at this instant.
+            for _ in range(10):
+                if not any(r.state == PREEMPTING for r in self.store.holding()):
+                    break
+                self.ctl.step()
+            if not self.store.active():
+                return
+            nxt = self.backend.next_event_time()
+            self.clock.now = min(self.clock.now + round_s, nxt or float("inf"))
+        raise AssertionError("jobs never finished")
+
+
+def runs_of(live: Live, job_id: str) -> list[Any]:
+    return [r for r in live.backend.history if r.request.job_id == job_id]
+
+
+def check_no_double_booking(live: Live) -> None:
+    cells: dict[tuple[str, int], list[tuple[float, float, str]]] = {}
+    for run in live.backend.history:
+        for node, gpus in run.request.gpu_ids.items():
+            for g in gpus:
+                cells.setdefault((node, g), []).append((run.begin, run.end, run.request.request_id))
+    for cell, spans in cells.items():
+        spans.sort()
+        for (_, e1, r1), (b2, _, r2) in itertools.pairwise(spans):
+            assert e1 <= b2, f"GPU {cell} held by {r1} until {e1} and by {r2} from {b2}"
+
+
+@pytest.mark.parametrize("policy", ["pollux", "ones"])
+def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str) -> None:
+    live = Live(tmp_path, policy)
+    seq = live.submit("grow")
+    live.run()
+    runs = runs_of(live, f"j{seq}")
+    sizes = [(r.request.num_gpus, r.request.batch_size) for r in runs]
+    assert len(runs) >= 2, sizes
+    assert runs[0].request.num_gpus == 1
+    assert max(n for n, _ in sizes) > 1, sizes
+    for before, after in itertools.pairwise(runs):
+        # Each resize: the old run was stopped (checkpoint exit 75) before the new one began,
+        # and the new one runs with a new GPU count and the batch recorded for it.
+        assert before.exit_code == 75 and before.end <= after.begin
+        assert before.request.num_gpus != after.request.num_gpus
+        size = live.ctl.book.attempt(seq, int(after.request.request_id.split(".")[1]))
+        assert size is not None
+        assert (size.gpus, size.batch_size) == (after.request.num_gpus, after.request.batch_size)
+    assert runs[-1].exit_code == 0
+    # Exactly once: one stop request per resized attempt, one completion.
+    assert sorted(live.terminations) == sorted(r.request.request_id for r in runs[:-1])
+    assert live.ctl.resizes == len(runs) - 1
+    kinds = [k for _, k, _ in live.store.events(seq)]
+    assert kinds.count("completed") == 1 and kinds.count("started") == len(runs)
+    row = live.store.get(seq)
+    assert row is not None and row.state == COMPLETED and row.restarts == len(runs) - 1
+    check_no_double_booking(live)
+
+
+def test_measured_throughputs_reach_the_policy(tmp_path: Path) -> None:
+    live = Live(tmp_path, "ones")
+    seq = live.submit("measured")
+    seen: list[Mapping[int, tuple[float, ...]]] = []
+    decide = live.ctl.elastic_policy.decide
+
+    def spy(now: float, jobs: Any) -> Any:
+        seen.extend(j.throughputs for j in jobs if j.index == seq)
+        return decide(now, jobs)
+
+    live.ctl.elastic_policy.decide = spy  # type: ignore[method-assign]
+    live.run()
+    sizes = {n for t in seen for n in t}
+    assert len(sizes) >= 2, sizes
+    for table in seen:
+        for n, values in table.items():
+            assert 1 <= len(values) <= 5
+            assert values == (RATE_PER_GPU * n,) * len(values)
+
+
+def test_several_jobs_share_the_cluster_without_double_booking(tmp_path: Path) -> None:
+    live = Live(tmp_path, "pollux", cluster="2x4")
+    seqs = [live.submit(f"j{i}", gpus=1 + i % 2, max_gpus=4) for i in range(5)]
+    live.run()
+    for seq in seqs:
+        row = live.store.get(seq)
+        assert row is not None and row.state == COMPLETED
+        kinds = [k for _, k, _ in live.store.events(seq)]
+        assert kinds.count("completed") == 1
+    check_no_double_booking(live)
+    assert live.ctl.resizes > 0
+
+
+def test_policy_names_resolve_to_elastic_or_rigid() -> None:
+    for name in elastic_policies():
+        assert elastic_name(f"elastic:{name}") == name
+    assert elastic_name("ones") == "ones" and elastic_name("pollux") == "pollux"
+    assert elastic_name("tiresias") is None and elastic_name("fifo") is None
+
+
+@pytest.mark.parametrize("policy", sorted(elastic_policies()))
+def test_every_elastic_policy_runs_live(tmp_path: Path, policy: str) -> None:
+    live = Live(tmp_path, f"elastic:{policy}", cluster="2x4")
+    seqs = [live.submit(f"j{i}", gpus=1 + i % 3, max_gpus=4) for i in range(4)]
+    live.run()
+    assert all((r := live.store.get(s)) is not None and r.state == COMPLETED for s in seqs)
+    check_no_double_booking(live)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str], Live]]:
+    live = Live(tmp_path, "ones")
+    token = load_or_create_token(tmp_path / "token")
+    ctx = ServiceContext(live.store, live.ctl, lambda: None, live.clock, token, "ones")
+    with TestClient(create_app(ctx, None)) as client:
+        yield client, {"Authorization": f"Bearer {token}"}, live
+    live.store.close()
+
+
+ELASTIC = {
+    "name": "e",
+    "gpus": 1,
+    "command": ["sleep", "5"],
+    "elastic": True,
+    "application": "cifar10",
+    "batch_size": 32,
+    "max_gpus": 4,
+}
+
+
+def test_api_stores_an_elastic_submission(api: tuple[TestClient, dict[str, str], Live]) -> None:
+    client, auth, live = api
+    r = client.post("/jobs", json=ELASTIC, headers=auth)
+    assert r.status_code == 201, r.text
+    assert live.ctl.book.spec(1) == ElasticSpec("cifar10", 4, 32)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"application": None}, "application"),
+        ({"application": "alexnet"}, "application"),
+        ({"batch_size": None}, "batch_size"),
+        ({"max_gpus": 9}, "max_gpus"),
+        ({"max_gpus": 1, "gpus": 2}, "max_gpus"),
+        ({"elastic": False}, "application"),
+        ({"elastic": False, "application": None, "max_gpus": None}, "elastic"),
+    ],
+)
+def test_api_rejects_bad_elastic_submissions(
+    api: tuple[TestClient, dict[str, str], Live], change: dict[str, Any], field: str
+) -> None:
+    client, auth, live = api
+    body = {k: v for k, v in {**ELASTIC, **change}.items() if v is not None}
+    r = client.post("/jobs", json=body, headers=auth)
+    assert r.status_code == 422, r.text
+    assert field in r.json()["detail"]
+    assert live.store.jobs() == []
+
+
+def test_a_rigid_service_refuses_elastic_jobs(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.db")
+    policy = create_service_policy("tiresias", {})
+    ctl = build_controller(policy, store, FakeBackend(Clock()), resolve_cluster("1x4"))
+    assert type(ctl) is Controller and policy.name == "tiresias"
+    problem = ctl.submission_problem(1, ElasticSpec("cifar10", 2, 32))
+    assert problem is not None and problem.startswith("elastic:")
+    store.close()
