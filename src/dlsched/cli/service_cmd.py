@@ -139,10 +139,22 @@ def submit(
     expected_duration: Annotated[
         float | None, typer.Option(help="Expected run time (s), for SJF/SRTF/QSSF.")
     ] = None,
+    elastic: Annotated[
+        bool, typer.Option("--elastic", help="An elastic job (for ones, pollux, optimus, ...).")
+    ] = False,
+    application: Annotated[
+        str | None, typer.Option(help="Elastic: the profiled application it runs (cifar10, ...).")
+    ] = None,
+    max_gpus: Annotated[
+        int | None, typer.Option(help="Elastic: the most GPUs it may get (default --gpus).")
+    ] = None,
     url: UrlOpt = None,
     token_file: TokenOpt = None,
 ) -> None:
-    """Submit a job: dlsched submit --gpus 2 --name x -- python train.py ..."""
+    """Submit a job: dlsched submit --gpus 2 --name x -- python train.py ...
+
+    Elastic: dlsched submit --elastic --application cifar10 --gpus 1 --max-gpus 4
+    --batch-size 32 -- python -m dlsched.workloads.train ..."""
     body: dict[str, Any] = {
         "name": name,
         "user": user or getpass.getuser(),
@@ -153,6 +165,12 @@ def submit(
         body["batch_size"] = batch_size
     if expected_duration is not None:
         body["expected_duration_s"] = expected_duration
+    if elastic:
+        body["elastic"] = True
+    if application is not None:
+        body["application"] = application
+    if max_gpus is not None:
+        body["max_gpus"] = max_gpus
     with _client(url, token_file) as client:
         job = client.submit(body)
     typer.echo(f"submitted {job['id']} ({job['name']}, {job['gpus']} GPUs)")

@@ -1,0 +1,79 @@
+"""``dlsched submit --elastic`` against a real service running an elastic policy (uvicorn on
+127.0.0.1, fake back end): the job's elastic fields reach the store, bad ones are refused."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from dlsched.cli.main import app
+from dlsched.service.elastic_book import ElasticSpec
+from dlsched.service.elastic_controller import ElasticController
+from dlsched.service.server import Service, ServiceConfig, bind
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[list[str], Service]]:
+    config = ServiceConfig(
+        cluster="2x4",
+        policy="pollux",
+        backend="fake",
+        db=tmp_path / "state.db",
+        round_s=0.2,
+        poll_s=0.05,
+    )
+    service = Service(config)
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(service.app, log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    service.start()
+    thread.start()
+    while not srv.started:
+        time.sleep(0.02)
+    yield ["--url", f"http://127.0.0.1:{port}", "--token-file", str(config.token_path)], service
+    srv.should_exit = True
+    thread.join(10)
+    service.stop()
+    sock.close()
+
+
+def test_submit_elastic_job(server: tuple[list[str], Service]) -> None:
+    opts, service = server
+    assert isinstance(service.controller, ElasticController)
+    args = ["submit", "--elastic", "--application", "cifar10", "--gpus", "1", "--max-gpus", "4"]
+    r = runner.invoke(app, [*args, "--batch-size", "32", *opts, "--", "sleep", "1"])
+    assert r.exit_code == 0, r.output
+    assert "submitted j1" in r.output
+    assert service.controller.book.spec(1) == ElasticSpec("cifar10", 4, 32)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--elastic", "--batch-size", "32"], "application"),
+        (["--elastic", "--application", "cifar10"], "batch_size"),
+        (
+            ["--elastic", "--application", "cifar10", "--batch-size", "8", "--max-gpus", "99"],
+            "max_gpus",
+        ),
+        (["--batch-size", "32"], "elastic"),
+        (["--application", "cifar10", "--batch-size", "32"], "application"),
+    ],
+)
+def test_submit_refuses_bad_elastic_jobs(
+    server: tuple[list[str], Service], args: list[str], field: str
+) -> None:
+    opts, service = server
+    r = runner.invoke(app, ["submit", *args, *opts, "--", "sleep", "1"])
+    assert r.exit_code != 0
+    assert "422" in r.output and field in r.output, r.output
+    assert service.store.jobs() == []
