@@ -1,7 +1,8 @@
 """Sim versus live: one workload of training jobs run by the live service and by the simulator.
 
 1. Live: start ``dlsched serve`` (local back end, real ``dlsched.workloads.train`` processes),
-   submit the jobs at their arrival times, wait until every one has finished.
+   submit the jobs at their arrival times, wait until every one has finished
+   (:mod:`dlsched.testing.live_run`, shared with ``slurm_live.py`` and ``ray_live.py``).
 2. Measure: the throughput table of the run (:mod:`dlsched.workloads.measure`: mean samples/s
    per model, GPUs and batch) and one launch overhead (the median over jobs of run time minus
    samples / the job's own measured throughput: process start, imports, warm-up).
@@ -20,27 +21,21 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dlsched import JobSpec, SimConfig, Trace, resolve_cluster, simulate
-from dlsched.workloads.gpu_log import read_gpu_log
+from dlsched.testing.live_run import LiveService, Submission, double_booked, run_workload
 from dlsched.workloads.measure import ThroughputTable, collect_throughputs
 from dlsched.workloads.status import read_status
 
 MODEL = "resnet-small"
 BATCH = 32
 EPOCH_SAMPLES = 512
-FINAL = ("COMPLETED", "FAILED", "CANCELLED")
 
 
 @dataclass(frozen=True)
@@ -89,94 +84,32 @@ def workload(n: int, seed: int, mean_gap_s: float) -> list[JobPlan]:
     return jobs
 
 
-class Service:
-    """A ``dlsched serve`` subprocess and a minimal JSON client for it."""
-
-    def __init__(self, out: Path, cluster: str, policy: str) -> None:
-        self.log = out / "serve.log"
-        cmd = [sys.executable, "-m", "dlsched.cli.main", "serve", "--backend", "local"]
-        cmd += ["--cluster", cluster, "--policy", policy, "--db", str(out / "state.db")]
-        cmd += ["--port", "0", "--round", "1"]
-        with open(self.log, "wb") as sink:
-            self.proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not (m := re.search(r"service at (http://\S+?)/?\s", self.log.read_text())):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the service did not start:\n{self.log.read_text()}")
-            time.sleep(0.1)
-        self.url = m.group(1)
-        self.token = (out / "state.db.token").read_text().strip()
-        self.jobs_root = out / "state.db.jobs"
-
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        req = urllib.request.Request(
-            self.url + path,
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.load(r)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def run_live(
-    plan: list[JobPlan], out: Path, cluster: str, policy: str, seed: int, timeout_s: float
-) -> list[dict[str, Any]]:
-    """Submit ``plan`` to a live service at its arrival times; the finished job records."""
-    service = Service(out, cluster, policy)
-    try:
-        began = time.monotonic()
-        ids = []
-        for i, job in enumerate(plan):
-            time.sleep(max(0.0, job.offset - (time.monotonic() - began)))
-            body = {
+def submissions(plan: list[JobPlan], seed: int) -> list[Submission]:
+    """The ``POST /jobs`` of each job of ``plan`` at its arrival offset (job ``i`` trains with
+    seed ``seed + i``)."""
+    return [
+        Submission(
+            job.offset,
+            {
                 "name": job.name,
                 "user": "bench",
                 "gpus": job.gpus,
                 "command": job.command(seed + i),
                 "batch_size": BATCH,
-            }
-            ids.append(service.call("POST", "/jobs", body)["id"])
-        deadline = time.monotonic() + timeout_s
-        shown = -1
-        while True:
-            records = {r["id"]: r for r in service.call("GET", "/jobs")}
-            done = sum(records[i]["state"] in FINAL for i in ids)
-            if done != shown:
-                print(f"  live: {done}/{len(ids)} finished", flush=True)
-                shown = done
-            if done == len(ids):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"live run not finished after {timeout_s} s")
-            time.sleep(1.0)
-        return [records[i] for i in ids]
-    finally:
-        service.stop()
+            },
+        )
+        for i, job in enumerate(plan)
+    ]
 
 
-def double_booked(jobs_root: Path) -> list[str]:
-    """Pairs of job runs that held the same GPU of the same node at overlapping times."""
-    held: list[tuple[str, str, str, float, float]] = []
-    for log in sorted(jobs_root.rglob("gpu_log.txt")):
-        for run in read_gpu_log(log):
-            stop = run.stop if run.stop is not None else float("inf")
-            held += [(run.node, g, log.parent.name, run.start, stop) for g in run.gpus]
-    clashes = []
-    for i, (node, gpu, job, start, stop) in enumerate(held):
-        for node2, gpu2, job2, start2, stop2 in held[i + 1 :]:
-            if (node, gpu) == (node2, gpu2) and start < stop2 and start2 < stop:
-                clashes.append(f"{node} GPU {gpu}: {job} and {job2}")
-    return clashes
+def run_live(
+    plan: list[JobPlan], out: Path, cluster: str, policy: str, seed: int, timeout_s: float
+) -> list[dict[str, Any]]:
+    """Submit ``plan`` to a live service (local back end) at its arrival times; the finished
+    job records."""
+    args = ["--backend", "local", "--cluster", cluster, "--policy", policy, "--round", "1"]
+    with LiveService(out, args, start_timeout_s=60) as service:
+        return run_workload(service, submissions(plan, seed), timeout_s)
 
 
 def main() -> int:
@@ -236,7 +169,7 @@ def main() -> int:
     live_avg = statistics.fmean(live_jct.values())
     sim_avg = statistics.fmean(sim_jct[i] for i in live_jct)
     diff = abs(sim_avg - live_avg) / live_avg
-    clashes = double_booked(jobs_root)
+    clashes, _ = double_booked(jobs_root)
     summary = {
         "jobs": len(plan),
         "cluster": args.cluster,

@@ -3,10 +3,10 @@
 1. Start a Slurm from scratch on loopback (:class:`dlsched.testing.slurm_cluster.SlurmCluster`:
    munge, slurmctld, nodes sn1/sn2 with 4 fake a100 GPUs and sn3 with 2 v100) and write the
    cluster file the service plans on from Slurm's own inventory (``sinfo --json``).
-2. For each policy: run the service with ``--backend slurm`` (``dlsched serve``; with policy
-   options, the same :func:`dlsched.service.server.serve` from a small launcher, since ``serve``
-   has no option flag), submit the jobs of :func:`sim_vs_live.workload`
-   (``dlsched.workloads.train``) at their arrival times, and wait until all are final.
+2. For each policy: run ``dlsched serve --backend slurm`` (policy options through
+   ``--policy-opt``), submit the jobs of :func:`sim_vs_live.workload`
+   (``dlsched.workloads.train``) at their arrival times, and wait until all are final
+   (:mod:`dlsched.testing.live_run`).
    ``--drain NODE --drain-at T`` drains a node T seconds into each run (fault injection).
 3. Check and print: every job COMPLETED; exactly once (each attempt submitted to Slurm once, one
    Slurm job per dlsched job ended COMPLETED); no GPU held by two jobs at once (from the jobs' own
@@ -27,12 +27,9 @@ import argparse
 import json
 import re
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -40,81 +37,20 @@ from typing import Any
 from dlsched.backends.slurm import SlurmBackend
 from dlsched.backends.slurm_cli import SlurmCommands, inventory_cluster, read_inventory
 from dlsched.cluster.toml_io import write_cluster_toml
+from dlsched.testing.live_run import (
+    LiveService,
+    checkpoints_not_resumed,
+    double_booked,
+    exit_codes,
+    not_completed_once,
+    run_workload,
+)
 from dlsched.testing.slurm_cluster import SlurmCluster
-from dlsched.workloads.gpu_log import read_gpu_log
-from sim_vs_live import BATCH, FINAL, workload
+from sim_vs_live import submissions, workload
 
-POLICY_OPTIONS = {"tiresias": {"thresholds": "60"}}
+POLICY_OPTIONS = {"tiresias": ["thresholds=60"]}
 """Tiresias's default first queue (18,000 GPU-s) is hours long: a 60 GPU-s threshold makes a
 few-minute workload preempt (and mostly after the jobs have started training)."""
-RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
-
-
-class LiveService:
-    """A service subprocess with the Slurm back end, and a minimal JSON client for it."""
-
-    def __init__(self, out: Path, cluster: Path, policy: str, env: dict[str, str]) -> None:
-        self.log = out / "serve.log"
-        options = POLICY_OPTIONS.get(policy, {})
-        common = ["--cluster", str(cluster), "--policy", policy, "--db", str(out / "state.db")]
-        common += ["--port", "0", "--round", "1", "--grace", "30"]
-        if options:
-            cmd = [sys.executable, __file__, "serve", *common]
-            cmd += ["--options", json.dumps(options)]
-        else:
-            cmd = [sys.executable, "-m", "dlsched.cli.main", "serve", "--backend", "slurm"]
-            cmd += common
-        with open(self.log, "wb") as sink:
-            self.proc = subprocess.Popen(
-                cmd, stdout=sink, stderr=subprocess.STDOUT, env={**env, "PYTHONUNBUFFERED": "1"}
-            )
-        deadline = time.monotonic() + 60
-        while not (m := re.search(r"service at (http://\S+?)/?\s", self.log.read_text())):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the service did not start:\n{self.log.read_text()}")
-            time.sleep(0.1)
-        self.url = m.group(1)
-        self.token = (out / "state.db.token").read_text().strip()
-
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        req = urllib.request.Request(
-            self.url + path,
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.load(r)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def serve_main(argv: list[str]) -> None:
-    """The launcher: ``dlsched serve --backend slurm`` with policy options."""
-    from dlsched.service.server import ServiceConfig, serve
-
-    p = argparse.ArgumentParser()
-    for flag in ("--cluster", "--policy", "--db", "--port", "--round", "--grace", "--options"):
-        p.add_argument(flag)
-    a = p.parse_args(argv)
-    config = ServiceConfig(
-        cluster=a.cluster,
-        policy=a.policy,
-        policy_options=json.loads(a.options),
-        backend="slurm",
-        db=Path(a.db),
-        port=int(a.port),
-        round_s=float(a.round),
-        grace_s=float(a.grace),
-    )
-    serve(config)
 
 
 def measure_commands(cluster: SlurmCluster, out: Path) -> dict[str, float]:
@@ -160,77 +96,38 @@ def run_policy(
 ) -> dict[str, Any]:
     out: Path = args.out / policy
     out.mkdir(parents=True)
-    plan = workload(args.jobs, args.seed, args.mean_gap)
-    service = LiveService(out, cluster_file, policy, cluster.env)
-    drained = False
+    serve_args = ["--backend", "slurm", "--cluster", str(cluster_file), "--policy", policy]
+    serve_args += ["--round", "1", "--grace", "30"]
+    for option in POLICY_OPTIONS.get(policy, []):
+        serve_args += ["--policy-opt", option]
+    drained: list[float] = []
+
+    def inject(elapsed: float) -> None:
+        if args.drain and not drained and elapsed >= args.drain_at:
+            cluster.set_node_state(args.drain, "drain", reason="bench fault injection")
+            drained.append(elapsed)
+            print(f"  drained {args.drain} at {elapsed:.0f} s", flush=True)
+
     try:
-        began = time.monotonic()
-        ids = []
-        for i, job in enumerate(plan):
-            time.sleep(max(0.0, job.offset - (time.monotonic() - began)))
-            body = {
-                "name": job.name,
-                "user": "bench",
-                "gpus": job.gpus,
-                "command": job.command(args.seed + i),
-                "batch_size": BATCH,
-            }
-            ids.append(service.call("POST", "/jobs", body)["id"])
-        deadline = time.monotonic() + args.timeout
-        shown = -1
-        while True:
-            if args.drain and not drained and time.monotonic() - began >= args.drain_at:
-                cluster.set_node_state(args.drain, "drain", reason="bench fault injection")
-                drained = True
-                print(f"  drained {args.drain} at {time.monotonic() - began:.0f} s", flush=True)
-            records = {r["id"]: r for r in service.call("GET", "/jobs")}
-            done = sum(records[i]["state"] in FINAL for i in ids)
-            if done != shown:
-                print(f"  {policy}: {done}/{len(ids)} final", flush=True)
-                shown = done
-            if done == len(ids):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"run not finished after {args.timeout} s")
-            time.sleep(1.0)
+        with LiveService(out, serve_args, env=cluster.env, start_timeout_s=60) as service:
+            records = run_workload(
+                service,
+                submissions(workload(args.jobs, args.seed, args.mean_gap), args.seed),
+                args.timeout,
+                on_tick=inject,
+                label=policy,
+            )
     finally:
-        service.stop()
         if drained:
             cluster.set_node_state(args.drain, "resume")
-    return check(cluster, out, [records[i] for i in ids], policy)
-
-
-def double_booked(
-    jobs_root: Path, allocations: dict[str, list[tuple[float, float]]], slack_s: float
-) -> tuple[list[str], int]:
-    """Pairs of job runs that held the same GPU of the same node at overlapping times, from the
-    jobs' own ``gpu_log.txt``, and how many runs had no stop line. A run killed before it logged
-    its stop (SIGKILL) ends at the latest when the Slurm job it ran in ended (``allocations``:
-    (start, end) of each Slurm job of a dlsched job) plus ``slack_s`` (Slurm's ``KillWait``:
-    a cancelled job's processes get SIGKILL that long after its end time)."""
-    held: list[tuple[str, str, str, float, float]] = []
-    unstopped = 0
-    for log in sorted(jobs_root.rglob("gpu_log.txt")):
-        job = log.parent.name
-        for run in read_gpu_log(log):
-            stop = run.stop
-            if stop is None:
-                unstopped += 1
-                ends = [e for b, e in allocations.get(job, []) if b - 1 <= run.start <= e + 1]
-                stop = min(ends) + slack_s if ends else float("inf")
-            held += [(run.node, g, job, run.start, stop) for g in run.gpus]
-    clashes = []
-    for i, (node, gpu, job, start, stop) in enumerate(held):
-        for node2, gpu2, job2, start2, stop2 in held[i + 1 :]:
-            if (node, gpu) == (node2, gpu2) and start < stop2 and start2 < stop:
-                clashes.append(f"{node} GPU {gpu}: {job} and {job2}")
-    return clashes, unstopped
+    return check(cluster, out, records, policy)
 
 
 def check(
     cluster: SlurmCluster, out: Path, records: list[dict[str, Any]], policy: str
 ) -> dict[str, Any]:
-    jobs_root = out / "state.db.jobs" / "jobs"
+    root = out / "state.db.jobs"
+    jobs_root = root / "jobs"
     names: Counter[str] = Counter()
     completed_per_job: Counter[str] = Counter()
     allocations: dict[str, list[tuple[float, float]]] = {}
@@ -244,23 +141,24 @@ def check(
         if j["job_state"] == "COMPLETED":
             completed_per_job[m.group(1)] += 1
     resubmitted = sorted(n for n, c in names.items() if c > 1)
-    not_once = sorted(r["id"] for r in records if completed_per_job[r["id"]] != 1)
+    codes = exit_codes(root)
+    # Exactly once by both accounts: one attempt exited 0, one Slurm job ended COMPLETED.
+    not_once = sorted(
+        set(not_completed_once(records, codes))
+        | {r["id"] for r in records if completed_per_job[r["id"]] != 1}
+    )
     restarts = sum(r["restarts"] for r in records)
-    exits_root = out / "state.db.jobs" / "exits"
-    checkpointed = killed_in_startup = resumed = 0
-    not_resumed = []
-    for r in records:
-        attempts = sorted(exits_root.glob(f"{r['id']}.*"), key=lambda p: int(p.suffix[1:]))
-        codes = [path.read_text().strip() or "?" for path in attempts]
-        stops = codes.count(str(75))
-        log = jobs_root / r["id"] / "log.txt"
-        steps = [int(x) for x in RESUMED.findall(log.read_text() if log.exists() else "")]
-        checkpointed += stops
-        killed_in_startup += codes.count("143")
-        resumed += len(steps)
-        if len(steps) < stops or steps != sorted(steps):
-            not_resumed.append(f"{r['id']}: exits {codes}, resumed at steps {steps}")
-    clashes, unstopped = double_booked(jobs_root, allocations, cluster.kill_wait_s + 1.0)
+    checkpointed, resumed, not_resumed = checkpoints_not_resumed(root, codes)
+    killed_in_startup = sum(c.count("143") for c in codes.values())
+    # A run killed before it logged its stop (SIGKILL) ends at the latest when the Slurm job it
+    # ran in ended plus KillWait (a cancelled job's processes get SIGKILL that long after).
+    slack_s = cluster.kill_wait_s + 1.0
+
+    def stop_bound(job: str, start: float) -> float:
+        ends = [e for b, e in allocations.get(job, []) if b - 1 <= start <= e + 1]
+        return min(ends) + slack_s if ends else float("inf")
+
+    clashes, unstopped = double_booked(root, stop_bound)
     t0 = min(r["submit_time"] for r in records)
     summary = {
         "policy": policy,
@@ -288,9 +186,6 @@ def check(
 
 
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "serve":
-        serve_main(sys.argv[2:])
-        return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--jobs", type=int, default=30)
     p.add_argument("--policies", default="fifo,tiresias")

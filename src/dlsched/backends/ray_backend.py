@@ -25,9 +25,12 @@ in ``<root>/exits/<request_id>``. ``root`` must therefore be on a file system ev
 - Terminate: SIGTERM to the job's process group now (the job checkpoints and exits 75), SIGKILL
   after ``grace_s``, and ``ray.kill`` of the actor if it has not answered
   :data:`FORCE_AFTER_S` later (also how a request still waiting for its placement is withdrawn).
-- Node loss: a request whose actor died while one of its planned nodes is gone is reported as a
-  ``node_lost`` :class:`~dlsched.backends.base.BackendError` and ``EXITED`` (no exit code); a
-  request planned on a node the cluster does not have fails at once with ``launch_failed``.
+- Node loss: a request with a planned node Ray no longer lists as alive (running, still waiting
+  for its placement, or with its job killed by a signal this back end did not send) is reported
+  as a ``node_lost`` :class:`~dlsched.backends.base.BackendError` and ``EXITED`` (no exit code);
+  an actor or job that dies unasked while Ray still lists its nodes is judged once Ray declares
+  a node dead or after :data:`NODE_LOSS_WAIT_S`. A request planned on a node the cluster does
+  not have fails at once with ``launch_failed``.
 - Recover: adopts the named actors of ``known`` requests and kills every other actor and
   placement group of this instance (orphans).
 
@@ -349,8 +352,16 @@ class RayBackend(FileBackedBackend):
     def _refresh(self, proc: RayProc, ready: set[Any], now: float) -> None:
         rid = proc.request.request_id
         found, code = self._read_exit(rid)
-        if found:
+        if found and not self._killed_unasked(proc, code):
             self._finish(proc, code)
+            return
+        gone = self._gone_nodes(proc)
+        if gone:
+            detail = f" ({proc.death})" if proc.death else ""
+            self._fail(proc, "node_lost", f"Ray node {', '.join(gone)} was lost{detail}")
+            return
+        if found:
+            self._judge_kill(proc, code, ready, now)
             return
         if proc.info_ref is not None and proc.info_ref in ready:
             ref, proc.info_ref = proc.info_ref, None
@@ -384,14 +395,42 @@ class RayBackend(FileBackedBackend):
         if proc.force_at is not None and now >= proc.force_at:
             self._finish(proc, None)
 
+    def _gone_nodes(self, proc: RayProc) -> list[str]:
+        """The request's planned nodes that were alive once and are gone now (a node loss
+        fails every request with a share on it, waiting, running or exited by a signal)."""
+        if self.started_local:
+            return []
+        return sorted(set(proc.request.gpu_ids) - self.node_names())
+
+    def _killed_unasked(self, proc: RayProc, code: int | None) -> bool:
+        """Whether the recorded exit is a signal's that this back end did not send: the job
+        may have died with its node (Ray kills a dying worker's children, and the actor can
+        record that before it dies too)."""
+        return code is not None and code > 128 and proc.kill_at is None and not self.started_local
+
+    def _judge_kill(self, proc: RayProc, code: int | None, ready: set[Any], now: float) -> None:
+        """A job killed by a signal not sent here, on nodes Ray still lists: the exit stands once
+        its actor answered (so its node is alive) or after :data:`NODE_LOSS_WAIT_S`; meanwhile
+        the request stays as it was, until Ray declares a lost node dead."""
+        if proc.died_at is None:
+            proc.died_at = now
+            proc.death = f"the job was killed, exit code {code}"
+        answered = False
+        if proc.wait_ref is not None and proc.wait_ref in ready:
+            try:
+                self._ray.get(proc.wait_ref)
+                answered = True
+            except Exception:  # the actor died as well: wait for Ray's verdict on the node
+                proc.wait_ref = None
+        if answered or now - proc.died_at >= NODE_LOSS_WAIT_S:
+            self._finish(proc, code)
+
     def _judge_death(self, proc: RayProc, now: float) -> None:
-        """The actor died unasked: ``node_lost`` once a planned node is gone from the cluster,
-        ``actor_died`` if none is after :data:`NODE_LOSS_WAIT_S`."""
+        """The actor died unasked on nodes Ray still lists: ``actor_died`` if none of them is
+        declared dead within :data:`NODE_LOSS_WAIT_S` (a lost node is reported as
+        ``node_lost`` by :meth:`_refresh` as soon as Ray drops it)."""
         assert proc.died_at is not None
-        gone = [] if self.started_local else sorted(set(proc.request.gpu_ids) - self.node_names())
-        if gone:
-            self._fail(proc, "node_lost", f"Ray node {', '.join(gone)} was lost ({proc.death})")
-        elif now - proc.died_at >= NODE_LOSS_WAIT_S:
+        if now - proc.died_at >= NODE_LOSS_WAIT_S:
             self._fail(proc, "actor_died", f"the job's Ray actor died: {proc.death}")
 
     def forget(self, request_id: str) -> None:

@@ -6,9 +6,11 @@ started dies with the namespace when the script ends. Needs root (or user namesp
 Two ways to use it: :func:`run_with_ray_cluster` runs one command against a throw-away cluster;
 :class:`RayCluster` keeps a cluster up (a context manager) and runs any number of commands in its
 namespaces (:meth:`RayCluster.run`, through ``nsenter``), and can remove a node mid-run
-(:meth:`RayCluster.remove_node`, fault injection). Its nodes carry dlsched's identity resources
-(:data:`NODE_RESOURCE_PREFIX` + node name, :data:`GPU_TYPE_RESOURCE_PREFIX` + GPU type), as a
-real cluster's nodes must for the Ray back end (see :mod:`dlsched.backends.ray_backend`).
+(:meth:`RayCluster.remove_node`, fault injection; from inside the namespaces:
+:func:`remove_node_here`, and :func:`start_node_here` to bring it back). Its nodes carry
+dlsched's identity resources (:data:`NODE_RESOURCE_PREFIX` + node name,
+:data:`GPU_TYPE_RESOURCE_PREFIX` + GPU type), as a real cluster's nodes must for the Ray back
+end (see :mod:`dlsched.backends.ray_backend`).
 """
 
 from __future__ import annotations
@@ -224,23 +226,7 @@ class RayCluster:
 
     def raylet_pid(self, name: str) -> int | None:
         """The host PID of node ``name``'s raylet (found by its identity resource), or None."""
-        mark = (NODE_RESOURCE_PREFIX + name).encode()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            args = cmdline.split(b"\0")
-            if (
-                args
-                and args[0].endswith(b"raylet")
-                and mark in cmdline
-                and self._in_cluster(int(entry.name))
-            ):
-                return int(entry.name)
-        return None
+        return next((pid for pid in raylet_pids(name) if self._in_cluster(pid)), None)
 
     def _in_cluster(self, pid: int) -> bool:
         try:
@@ -256,10 +242,7 @@ class RayCluster:
         pid = self.raylet_pid(name)
         if pid is None:
             raise ValueError(f"no running raylet for node {name!r}")
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + timeout_s
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _kill_and_wait(pid, timeout_s)
 
     def stop(self) -> None:
         """Stop every process of the cluster and wait for the namespace to end."""
@@ -290,3 +273,53 @@ class RayCluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def raylet_pids(name: str) -> list[int]:
+    """PIDs (as this process sees them) of the raylets that declare node ``name``'s identity
+    resource."""
+    mark = (NODE_RESOURCE_PREFIX + name).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.split(b"\0")[0].endswith(b"raylet") and mark in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def remove_node_here(name: str, timeout_s: float = 30.0) -> None:
+    """:meth:`RayCluster.remove_node` for a process running inside the cluster's namespaces
+    (:meth:`RayCluster.run` or :meth:`RayCluster.popen`), where only the cluster's processes
+    are visible. Raises ValueError if no raylet declares node ``name``."""
+    pids = raylet_pids(name)
+    if len(pids) != 1:
+        raise ValueError(f"expected one running raylet for node {name!r}, found {len(pids)}")
+    _kill_and_wait(pids[0], timeout_s)
+
+
+def _kill_and_wait(pid: int, timeout_s: float) -> None:
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def start_node_here(node: RayNode, timeout_s: float = 120.0) -> None:
+    """Start ``node`` again and join it to the cluster, from a process inside the cluster's
+    namespaces (after :func:`remove_node_here`). Raises RuntimeError with Ray's output if
+    ``ray start`` fails."""
+    result = subprocess.run(
+        [str(BIN / "ray"), "start", f"--address={ADDRESS}", *shlex.split(node.start_args())],
+        env={**os.environ, **_ENV},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"ray start of {node.name} failed: {result.stderr[-3000:]}")
