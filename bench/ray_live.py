@@ -37,6 +37,7 @@ from dlsched.testing.live_run import (
     checkpoints_not_resumed,
     double_booked,
     exit_codes,
+    exit_time_bound,
     not_completed_once,
     run_workload,
 )
@@ -104,7 +105,7 @@ def check(
 ) -> dict[str, Any]:
     codes = exit_codes(root)
     checkpointed, resumed, not_resumed = checkpoints_not_resumed(root, codes)
-    clashes, unstopped = double_booked(root)
+    clashes, unstopped = double_booked(root, exit_time_bound(root))
     t0 = min(r["submit_time"] for r in records)
     summary: dict[str, Any] = {
         "policy": policy,

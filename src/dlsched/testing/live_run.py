@@ -197,6 +197,21 @@ def double_booked(
     return clashes, unstopped
 
 
+def exit_time_bound(jobs_root: Path) -> Callable[[str, float], float]:
+    """A ``stop_bound`` for :func:`double_booked` from the exit files: a run that started at
+    ``start`` ended at the latest when the first of its job's exit files written after ``start``
+    was (the back end records an attempt's exit once its process is gone); with none, never."""
+    written: dict[str, list[float]] = {}
+    for path in (jobs_root / "exits").iterdir():
+        if not path.name.endswith(".tmp"):
+            written.setdefault(path.name.partition(".")[0], []).append(path.stat().st_mtime)
+
+    def bound(job: str, start: float) -> float:
+        return min((t for t in written.get(job, []) if t >= start), default=float("inf"))
+
+    return bound
+
+
 def checkpoints_not_resumed(
     jobs_root: Path, codes: Mapping[str, list[str]]
 ) -> tuple[int, int, list[str]]:
