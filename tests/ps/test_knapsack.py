@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from dlsched.ps.knapsack import Knapsack, solve_exact, solve_greedy, solve_lp
+from dlsched.ps.knapsack import Knapsack, solve_exact, solve_exact_below, solve_greedy, solve_lp
 
 
 def random_knapsack(seed: int) -> Knapsack:
@@ -55,3 +55,15 @@ def test_infeasible_base_is_rejected() -> None:
     k = Knapsack([np.ones(1), np.ones(1)], [one, one], np.ones(1))
     with pytest.raises(ValueError, match="feasible"):
         solve_exact(k, [0, 0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_below_finds_the_optimum_without_a_start(seed: int) -> None:
+    k = random_knapsack(seed)
+    best = enumerate_best(k)
+    found, finished = solve_exact_below(k, np.inf)
+    assert finished and found is not None
+    assert k.feasible(found.choice)
+    assert found.cost == pytest.approx(best)
+    nothing, finished = solve_exact_below(k, best)
+    assert finished and nothing is None

@@ -15,7 +15,7 @@ from dlsched.ps.placement import capacity, usage
 from dlsched.ps.smd import SmdConfig, solve
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(6))
 def test_gap_to_brute_force_within_five_percent(seed: int) -> None:
     instance = random_instance(random.Random(seed), max_jobs=4, max_machines=3)
     smd, best, relative = gap(instance)

@@ -6,6 +6,7 @@ Three solvers share one input (:class:`Knapsack`) and a feasible starting choice
 
 - :func:`solve_exact`: depth-first branch-and-bound; the bound adds each undecided item's
   cheapest option. Exact unless it hits ``node_limit`` (then it says so).
+  :func:`solve_exact_below` is the same search with no starting choice, only a cost to beat.
 - :func:`solve_lp`: the LP relaxation solved by HiGHS (``scipy.optimize.linprog``), rounded
   item by item in order of the LP's confidence, keeping the choice feasible, then improved
   greedily.
@@ -71,14 +72,32 @@ class KnapsackResult:
 def solve_exact(k: Knapsack, base: Sequence[int], node_limit: int = 200_000) -> KnapsackResult:
     """Branch-and-bound (module docstring); ``base`` must be feasible."""
     _check_base(k, base)
+    choice, cost, exhausted = _branch(k, list(base), k.total(base), node_limit)
+    return KnapsackResult(tuple(choice if choice is not None else base), cost, exhausted)
+
+
+def solve_exact_below(
+    k: Knapsack, bound: float, node_limit: int = 200_000
+) -> tuple[KnapsackResult | None, bool]:
+    """The cheapest feasible choice costing less than ``bound`` by branch-and-bound, with no
+    starting choice (None if there is none, or none was found within ``node_limit`` nodes),
+    and whether the search finished (so that None proves there is none)."""
+    choice, cost, exhausted = _branch(k, None, bound, node_limit)
+    found = KnapsackResult(tuple(choice), cost, exhausted) if choice is not None else None
+    return found, exhausted
+
+
+def _branch(
+    k: Knapsack, incumbent: list[int] | None, bound: float, node_limit: int
+) -> tuple[list[int] | None, float, bool]:
     n = len(k.costs)
     spread = [float(c.max() - c.min()) for c in k.costs]
     items = sorted(range(n), key=lambda i: -spread[i])
     orders = [np.argsort(k.costs[i], kind="stable") for i in items]
     mins = [float(k.costs[i].min()) for i in items]
     suffix = np.concatenate([np.cumsum(mins[::-1])[::-1], [0.0]])
-    best_cost = k.total(base)
-    best: list[int] = list(base)
+    best_cost = bound
+    best = incumbent
     current = [0] * n
     nodes = 0
     exhausted = True
@@ -109,7 +128,7 @@ def solve_exact(k: Knapsack, base: Sequence[int], node_limit: int = 200_000) -> 
                 return
 
     visit(0, k.capacity.astype(float), 0.0)
-    return KnapsackResult(tuple(best), best_cost, exhausted)
+    return best, best_cost, exhausted
 
 
 def solve_greedy(k: Knapsack, base: Sequence[int]) -> KnapsackResult:

@@ -3,14 +3,21 @@ sum of ratios ``Σ weight · remaining / rate`` (see :mod:`dlsched.ps.objective`
 
 Our reconstruction of Yu et al. (INFOCOM'21), whose exact algorithm was not available to us.
 The ratios are coupled only through shared NIC bandwidth (a job's rate depends on how many
-tasks share its machines). A Dinkelbach-style parametric outer loop fixes that coupling at the
-current solution: with every other job's tasks held where they are, each job's ratio depends on
-its own option alone, so the subproblem is a multiple-choice multi-dimensional knapsack over
-(machine × GPU/CPU/memory) capacities. Its solution gives new parameters; the loop stops when
-the solution repeats or after ``max_iterations``, keeping the best solution by the true
-(coupled) objective. A final local search moves one job at a time while the true objective
-improves. The knapsack is solved exactly (branch-and-bound) for small instances and by LP
-relaxation with rounding or greedily at scale.
+tasks share its machines). Fixing that coupling turns the problem into a multiple-choice
+multi-dimensional knapsack over (machine × GPU/CPU/memory) capacities. Three stages:
+
+1. A Dinkelbach-style parametric loop prices each job's options with the other jobs' tasks
+   held at the average of the iterates so far, solves the knapsack, and repeats (two starting
+   parameter sets: the admission's placement, and every job alone). Cheap; a starting point.
+2. The load-parametric loop (:mod:`dlsched.ps.load_search`): the parameter is the number of
+   tasks per machine, also imposed as a knapsack capacity, which makes every subproblem's value
+   an upper bound on the true objective of its solution and the minimum over load vectors the
+   exact optimum. Descent at the current loads for every solver; with the exact solver, every
+   load vector when they are few, else a neighbourhood of load changes.
+3. Local search on the true objective: one job at a time, and pairs of jobs when few.
+
+The knapsack is solved exactly (branch-and-bound) for small instances and by LP relaxation
+with rounding or greedily at scale. The result is never worse than the feasible ``base``.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import numpy as np
 
 from dlsched.ps.job import PsJob
 from dlsched.ps.knapsack import Knapsack, KnapsackResult, solve_exact, solve_greedy, solve_lp
+from dlsched.ps.load_search import LoadProblem, box_size, descend, enumerate_loads, neighbours
 from dlsched.ps.machines import Machine
 from dlsched.ps.objective import Evaluator
 from dlsched.ps.placement import Option, capacity, usage
@@ -33,7 +41,9 @@ SOLVERS = ("auto", "exact", "lp", "greedy")
 class SmdConfig:
     """``solver``: one of :data:`SOLVERS`; "auto" is exact (branch-and-bound, at most
     ``node_limit`` nodes) up to ``exact_jobs`` jobs, LP rounding up to ``lp_jobs``, greedy
-    beyond. Local search moves single jobs up to ``polish_jobs`` jobs, and pairs of jobs up to
+    beyond. With the exact solver every load vector is enumerated when there are at most
+    ``load_budget`` of them (:mod:`dlsched.ps.load_search`), else the load neighbourhood is
+    searched. Local search moves single jobs up to ``polish_jobs`` jobs, and pairs of jobs up to
     ``exact_jobs`` jobs when the pairs' option combinations number at most ``pair_budget``."""
 
     solver: str = "auto"
@@ -43,23 +53,31 @@ class SmdConfig:
     polish_jobs: int = 8
     pair_budget: int = 5_000
     node_limit: int = 5_000
+    load_budget: int = 3_000
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
             raise ValueError(f"unknown solver {self.solver!r}; known: {', '.join(SOLVERS)}")
         if self.max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        for name in ("exact_jobs", "lp_jobs", "polish_jobs", "pair_budget", "load_budget"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.node_limit < 1:
+            raise ValueError(f"node_limit must be >= 1, got {self.node_limit}")
 
 
 @dataclass(frozen=True)
 class SmdResult:
-    """The chosen option per job (input order), its objective, outer iterations run, and the
-    knapsack solver used."""
+    """The chosen option per job (input order), its objective, outer iterations run, the
+    knapsack solver used, and whether the result is proven optimal over the candidates (every
+    load vector enumerated with every subproblem solved to the end)."""
 
     options: tuple[Option, ...]
     objective: float
     iterations: int
     solver: str
+    optimal: bool = False
 
 
 def solve(
@@ -106,6 +124,20 @@ def solve(
                 break
             current = choice
             seen.append(_others(candidates, current, len(machines)))
+    problem = LoadProblem(evaluator, candidates, uses, cap)
+
+    def step(k: Knapsack, start: Sequence[int]) -> Sequence[int]:
+        return _knapsack(k, list(start), list(start), method, config).choice
+
+    best, best_obj = descend(problem, best, best_obj, step, config.max_iterations)
+    optimal = False
+    if method == "exact":
+        if box_size(problem) <= config.load_budget:
+            best, best_obj, optimal = enumerate_loads(problem, best, best_obj, config.node_limit)
+        else:
+            best, best_obj = neighbours(
+                problem, best, best_obj, step, config.node_limit, config.max_iterations
+            )
     if len(jobs) <= config.polish_jobs:
         best, best_obj = _polish(evaluator, candidates, uses, cap, best)
     sizes = [len(c) for c in candidates]
@@ -118,7 +150,7 @@ def solve(
                 break
             best, best_obj = paired, value
     options = tuple(c[o] for c, o in zip(candidates, best, strict=True))
-    return SmdResult(options, best_obj, iterations, method)
+    return SmdResult(options, best_obj, iterations, method, optimal)
 
 
 def _method(config: SmdConfig, jobs: int) -> str:
