@@ -4,9 +4,13 @@ policy for every job's GPUs and batch and resizes running jobs through the preem
 Observation, recording of outcomes and recovery are the rigid :class:`Controller`'s; only the
 cycle differs:
 
-1. Every active elastic job (pending, running, or preempting but not cancelled) is shown to the
-   policy through the :class:`~dlsched.service.elastic_driver.ElasticDriver`, with its latest
-   report (progress, measured throughput at its current size).
+1. A decision round comes every ``interval_s`` (the service's round), and at once when a job
+   arrived or left since the last one. In it every active elastic job (pending, running, or
+   preempting but not cancelled) is shown to the policy through the
+   :class:`~dlsched.service.elastic_driver.ElasticDriver`, with its latest report (progress,
+   measured throughput at its current size). Between rounds the last answer stands: the
+   cycles that settle exits only start what it allocated, so a job the round resized is
+   stopped once and relaunched once at the size decided.
 2. A running job whose GPUs the answer changes, or leaves out, is asked to stop: PREEMPTING,
    then SIGTERM (it checkpoints and exits 75), SIGKILL after the grace period. Its exit requeues
    it (one more restart) and triggers the next cycle. A change of batch alone is not applied (it
@@ -57,6 +61,7 @@ class ElasticController(Controller):
         clock: Callable[[], float] = time.time,
         grace_s: float = DEFAULT_GRACE_S,
         seed: int = 0,
+        interval_s: float | None = None,
     ) -> None:
         # The rigid FIFO policy only serves admission checks and the queue ranks.
         super().__init__(
@@ -65,8 +70,14 @@ class ElasticController(Controller):
         self.book = book
         self.elastic_policy = policy
         self.driver = ElasticDriver(policy, cluster, seed)
+        self.interval_s = policy.interval_s if interval_s is None else interval_s
+        if self.interval_s <= 0:
+            raise ValueError(f"interval_s must be positive, got {self.interval_s}")
         self.resizes = 0
         """Running jobs stopped because their GPUs changed (not counting cancellations)."""
+        self._answer: dict[str, Allocation] = {}
+        self._decided_at: float | None = None
+        self._decided_for: frozenset[int] = frozenset()
 
     # ---- submissions ---------------------------------------------------------------------
     def submission_problem(self, gpus: int, elastic: ElasticSpec | None) -> str | None:
@@ -128,19 +139,32 @@ class ElasticController(Controller):
             if row.state == RUNNING:
                 size = self.book.attempt(seq, row.attempt)
                 batch = size.batch_size if size else (row.batch_size or spec.batch_size)
-                held = sum(len(g) for g in (row.gpu_ids or {}).values())
-                self.driver.observe(seq, self._status.get(seq), held)
-            history = run_history(self.store.events(seq), now)
-            jobs.append(LiveElasticJob(row, spec, history, batch, self._status.get(seq)))
+            jobs.append(LiveElasticJob(row, spec, None, batch, self._status.get(seq)))
         self._finish_gone(now)
-        starts = 0
-        if jobs:
-            _, answer = self.driver.decide(now, jobs)
-            self._stop_changed(jobs, answer, now)
-            starts = self._start_allocated(jobs, answer, now)
+        active = frozenset(j.row.seq for j in jobs)
+        due = self._decided_at is None or now - self._decided_at >= self.interval_s
+        if jobs and (due or active != self._decided_for):
+            self._decide(jobs, now)
+            self._decided_at, self._decided_for = now, active
+        answer = {j.row.id: self._answer[j.row.id] for j in jobs if j.row.id in self._answer}
+        starts = self._start_allocated(jobs, answer, now) if jobs else 0
         self.last_plan_ms = (perf_counter() - began) * 1000.0
         busy = len(self._cells)
         self.metrics.sample(now, busy / max(1, self.total_gpus), len(self._waiting) - starts)
+
+    def _decide(self, jobs: list[LiveElasticJob], now: float) -> None:
+        """One decision round: record the running jobs' reports, ask the policy, stop the
+        running jobs whose GPUs it changes."""
+        shown = []
+        for job in jobs:
+            row = job.row
+            if row.state == RUNNING:
+                held = sum(len(g) for g in (row.gpu_ids or {}).values())
+                self.driver.observe(row.seq, job.status, held)
+            history = run_history(self.store.events(row.seq), now)
+            shown.append(LiveElasticJob(row, job.spec, history, job.batch_size, job.status))
+        _, self._answer = self.driver.decide(now, shown)
+        self._stop_changed(shown, self._answer, now)
 
     def _finish_gone(self, now: float) -> None:
         """Tell the policy of tracked jobs that left the active set: completions (ONES refits

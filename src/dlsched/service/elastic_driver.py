@@ -99,11 +99,12 @@ class JobTrack:
 @dataclass(frozen=True, slots=True)
 class LiveElasticJob:
     """One active elastic job as the controller hands it to the driver: its row, spec, run
-    history, the size of its current launch (None unless it runs) and its latest report."""
+    history (None until it is read for a decision), the per-GPU batch of its current launch
+    (None unless it runs) and its latest report."""
 
     row: JobRow
     spec: ElasticSpec
-    history: RunHistory
+    history: RunHistory | None
     batch_size: int | None
     status: Mapping[str, Any] | None
 
@@ -173,7 +174,7 @@ class ElasticDriver:
         else:
             first = load_profile(spec.application).validation[0]
             epoch_size = float(first.iteration[0] * first.global_bsz)
-        history = job.history
+        history = job.history or RunHistory()
         if history.last_change != track.seen_change:
             track.seen_change = history.last_change
             track.epoch_at_change = epoch

@@ -66,13 +66,22 @@ def build_controller(
     placement: str = "consolidate",
     clock: Callable[[], float] = time.time,
     grace_s: float = DEFAULT_GRACE_S,
+    round_s: float | None = None,
 ) -> Controller:
-    """The controller that runs ``policy``: an :class:`ElasticController` for an elastic
-    policy, else the rigid :class:`Controller`."""
+    """The controller that runs ``policy``: an :class:`ElasticController` deciding every
+    ``round_s`` seconds (default: the policy's interval) for an elastic policy, else the rigid
+    :class:`Controller`."""
     if isinstance(policy, ElasticPolicy):
         book = ElasticBook(store_file(store))
         return ElasticController(
-            store, backend, cluster, policy, book, clock=clock, grace_s=grace_s
+            store,
+            backend,
+            cluster,
+            policy,
+            book,
+            clock=clock,
+            grace_s=grace_s,
+            interval_s=round_s,
         )
     return Controller(
         store, backend, cluster, policy, placement=placement, clock=clock, grace_s=grace_s

@@ -115,6 +115,7 @@ class Service:
             placement=config.placement,
             clock=clock,
             grace_s=config.grace_s,
+            round_s=config.round_s,
         )
         self.loop = ControlLoop(self.controller, config.round_s, config.poll_s)
         self.app: Guard = create_app(
