@@ -252,3 +252,34 @@ def test_a_rigid_service_refuses_elastic_jobs(tmp_path: Path) -> None:
     problem = ctl.submission_problem(1, ElasticSpec("cifar10", 2, 32))
     assert problem is not None and problem.startswith("elastic:")
     store.close()
+
+
+def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path) -> None:
+    live = Live(tmp_path, "pollux", cluster="2x4")
+    seqs = [live.submit(f"j{i}", gpus=1 + i % 2, max_gpus=4) for i in range(4)]
+    for _ in range(4):
+        live.ctl.step()
+        live.clock.now += 60.0
+    assert live.store.holding(), "jobs run when the service stops"
+    # A new controller on the same store and back end (the processes outlived the service).
+    again = build_controller(
+        create_service_policy("pollux", {}),
+        live.store,
+        live.backend,
+        resolve_cluster("2x4"),
+        clock=live.clock,
+    )
+    assert isinstance(again, ElasticController)
+    again.recover()
+    live.ctl = again
+    live.run()
+    for seq in seqs:
+        row = live.store.get(seq)
+        assert row is not None and row.state == COMPLETED
+        kinds = [k for _, k, _ in live.store.events(seq)]
+        assert kinds.count("completed") == 1
+        for run in runs_of(live, f"j{seq}"):
+            attempt = int(run.request.request_id.split(".")[1])
+            size = again.book.attempt(seq, attempt)
+            assert size is not None and size.batch_size == run.request.batch_size
+    check_no_double_booking(live)
