@@ -67,14 +67,9 @@ def place(
     """Place ``workers`` workers and ``servers`` PS on ``free`` capacity, visiting machines in
     ``order``: packed (fill a machine, then the next) or ``spread`` (one task per machine per
     pass). None if they do not fit. ``free`` is not modified."""
-    left = free.copy()
-    w_count = _assign(job.worker, workers, machines, left, order, spread)
-    if w_count is None:
-        return None
-    s_count = _assign(job.server(servers), servers, machines, left, order, spread)
-    if s_count is None:
-        return None
-    return Option(tuple(w_count), tuple(s_count))
+    gpu_memory = _gpu_memory(machines)
+    rooms = _rooms(job.worker, gpu_memory, free)
+    return _place(job, workers, servers, gpu_memory, free, rooms, order, spread)
 
 
 def candidate_options(
@@ -90,12 +85,15 @@ def candidate_options(
     cap = capacity(machines) if free is None else free
     n = len(machines)
     first = range(n) if starts is None else starts
+    gpu_memory = _gpu_memory(machines)
+    # Every shape's workers see the same free capacity: their room per machine is computed once.
+    worker_rooms = _rooms(job.worker, gpu_memory, cap)
     seen: dict[Option, None] = {}
     for w, p in job.shapes() if shapes is None else shapes:
         for s in first:
             order = [(s + k) % n for k in range(n)]
             for spread in (False, True):
-                option = place(job, w, p, machines, cap, order, spread)
+                option = _place(job, w, p, gpu_memory, cap, worker_rooms, order, spread)
                 if option is not None:
                     seen.setdefault(option)
     return tuple(seen)
@@ -105,41 +103,61 @@ def _vector(demand: TaskDemand) -> FloatArray:
     return np.array([demand.gpus, demand.cpus, demand.memory_gib], dtype=float)
 
 
-def _rooms(demand: TaskDemand, machines: Sequence[Machine], free: FloatArray) -> list[int]:
-    """How many more such tasks fit on each machine."""
+def _gpu_memory(machines: Sequence[Machine]) -> FloatArray:
+    return np.array([m.gpu_memory_gib for m in machines], dtype=float)
+
+
+def _rooms(demand: TaskDemand, gpu_memory: FloatArray, free: FloatArray) -> list[int]:
+    """How many more such tasks fit on each machine (``gpu_memory``: each machine's per-GPU
+    memory, which a worker's GPU needs at least its demand of)."""
     need = _vector(demand)
     dims = need > 0
     if not dims.any():
         raise ValueError("a task must need some resource")
     counts = np.floor((free[:, dims] + _EPS) / need[dims]).min(axis=1)
     if demand.gpus:
-        small = np.array([demand.gpu_memory_gib > m.gpu_memory_gib for m in machines])
-        counts = np.where(small, 0, counts)
-    return [max(0, int(c)) for c in counts]
+        counts = np.where(demand.gpu_memory_gib > gpu_memory, 0.0, counts)
+    rooms: list[int] = np.maximum(counts, 0.0).astype(np.int64).tolist()
+    return rooms
 
 
-def _assign(
-    demand: TaskDemand,
-    count: int,
-    machines: Sequence[Machine],
+def _place(
+    job: PsJob,
+    workers: int,
+    servers: int,
+    gpu_memory: FloatArray,
     free: FloatArray,
+    worker_rooms: list[int],
     order: Sequence[int],
     spread: bool,
-) -> list[int] | None:
-    # Tasks of one kind need the same on every machine, so a machine's room only drops by the
-    # tasks put on it: computed once.
-    rooms = _rooms(demand, machines, free)
-    if sum(rooms[m] for m in order) < count:
+) -> Option | None:
+    """:func:`place` with the workers' room per machine on ``free`` already known."""
+    w_count = _fill(worker_rooms, workers, order, spread)
+    if w_count is None:
         return None
-    placed = [0] * len(machines)
+    server = job.server(servers)
+    left = free - np.asarray(w_count, dtype=float)[:, None] * _vector(job.worker)[None, :]
+    s_count = _fill(_rooms(server, gpu_memory, left), servers, order, spread)
+    if s_count is None:
+        return None
+    return Option(tuple(w_count), tuple(s_count))
+
+
+def _fill(rooms: list[int], count: int, order: Sequence[int], spread: bool) -> list[int] | None:
+    """Tasks per machine when ``count`` tasks go, in ``order`` (distinct machines), where
+    ``rooms`` allow; None if they do not fit."""
+    visited = sum(rooms) if len(order) == len(rooms) else sum(rooms[m] for m in order)
+    if visited < count:
+        return None
+    placed = [0] * len(rooms)
+    room = list(rooms)
     left = count
     while left > 0:
         for m in order:
             if left == 0:
                 break
-            take = min(rooms[m], left, 1 if spread else left)
+            take = min(room[m], left, 1 if spread else left)
             placed[m] += take
-            rooms[m] -= take
+            room[m] -= take
             left -= take
-    free -= np.asarray(placed, dtype=float)[:, None] * _vector(demand)[None, :]
     return placed

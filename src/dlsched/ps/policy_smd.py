@@ -35,6 +35,7 @@ class SmdPolicy:
     config: SmdConfig = field(default_factory=SmdConfig)
     starts: int = 1
     all_starts_up_to: int = 4
+    _alone: _AloneTimes = field(default_factory=lambda: _AloneTimes(), repr=False, compare=False)
 
     def decide(
         self, now: float, jobs: Sequence[JobState], machines: Sequence[Machine]
@@ -42,7 +43,12 @@ class SmdPolicy:
         free = capacity(machines)
         admitted: list[JobState] = []
         base: list[Option] = []
-        for state in sorted(jobs, key=lambda s: (-_priority(s, machines), s.job.job_id)):
+        alone = self._alone.on(machines)
+
+        def priority(state: JobState) -> float:
+            return state.job.weight / (state.remaining * alone.seconds(state.job))
+
+        for state in sorted(jobs, key=lambda s: (-priority(s), s.job.job_id)):
             option = first_fit(state.job, 1, 1, machines, free, state.option)
             if option is not None:
                 admitted.append(state)
@@ -82,9 +88,27 @@ def _power_shapes(job: PsJob) -> list[tuple[int, int]]:
     return [(w, p) for w, p in job.shapes() if w & (w - 1) == 0 and p & (p - 1) == 0]
 
 
-def _priority(state: JobState, machines: Sequence[Machine]) -> float:
-    job = state.job
-    option = first_fit(job, 1, 1, machines, capacity(machines))
-    if option is None:
-        return 0.0
-    return job.weight / (state.remaining * sample_time(job, option, machines, option.tasks()))
+class _AloneTimes:
+    """Seconds per sample of each job alone at one worker and one PS on the empty machines
+    (infinite if that does not fit), kept across decisions while the machines stay the same."""
+
+    def __init__(self) -> None:
+        self._machines: tuple[Machine, ...] = ()
+        self._seconds: dict[tuple[str, str, int], float] = {}
+
+    def on(self, machines: Sequence[Machine]) -> _AloneTimes:
+        """This cache, emptied first if ``machines`` differ from the last call's."""
+        if tuple(machines) != self._machines:
+            self._machines = tuple(machines)
+            self._seconds = {}
+        return self
+
+    def seconds(self, job: PsJob) -> float:
+        key = (job.job_id, job.network.name, job.batch)
+        value = self._seconds.get(key)
+        if value is None:
+            machines = self._machines
+            option = first_fit(job, 1, 1, machines, capacity(machines))
+            value = np.inf if option is None else sample_time(job, option, machines, option.tasks())
+            self._seconds[key] = value
+        return value
