@@ -1,12 +1,23 @@
-"""The durable store: transactions, idempotent transitions, the append-only event log."""
+"""The durable store: transactions, idempotent transitions, the append-only event log.
+
+Every store test runs against both databases: a SQLite file and a real PostgreSQL server started
+on loopback for the session (skipped only when the PostgreSQL server binaries are absent).
+"""
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from dlsched.cli.main import app
 from dlsched.service.records import (
     CANCELLED,
     COMPLETED,
@@ -18,31 +29,112 @@ from dlsched.service.records import (
     seq_of,
 )
 from dlsched.service.store import SCHEMA_VERSION, Store, StoreError
+from dlsched.service.store_url import (
+    PostgresTarget,
+    SqliteTarget,
+    StoreUrlError,
+    parse_store_url,
+)
+from tests.service.postgres import PostgresServer, server_bin_dir
 
 JOB = NewJob("train", "alice", 2, ("python", "-c", "print(1)"), batch_size=32)
 
 
-def test_submit_is_stored_with_its_event_and_survives_reopening(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+@dataclass
+class Db:
+    """One store database of a test: ``db`` is what :class:`Store` is given; ``raw`` runs one
+    committed statement beside the store (to tamper with it); ``integrity_error`` is the
+    driver's constraint-violation error."""
+
+    kind: str
+    db: str
+    raw: Callable[[str, tuple[Any, ...]], None]
+    integrity_error: type[Exception]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    bin_dir = server_bin_dir()
+    if bin_dir is None:
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, pg_ctl) not found under "
+            "/usr/lib/postgresql/*/bin or on PATH; apt-get install -y postgresql"
+        )
+    server = PostgresServer(bin_dir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def _sqlite_db(tmp_path: Path) -> Db:
+    path = tmp_path / "s.db"
+
+    def raw(sql: str, args: tuple[Any, ...] = ()) -> None:
+        db = sqlite3.connect(path)
+        try:
+            db.execute(sql, args)
+            db.commit()
+        finally:
+            db.close()
+
+    return Db("sqlite", str(path), raw, sqlite3.IntegrityError)
+
+
+def _postgres_db(server: PostgresServer) -> Db:
+    import psycopg
+
+    url = server.new_database()
+
+    def raw(sql: str, args: tuple[Any, ...] = ()) -> None:
+        with psycopg.connect(url, autocommit=True) as db:
+            db.execute(sql.replace("?", "%s"), args)
+
+    return Db("postgresql", url, raw, psycopg.IntegrityError)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Db:
+    if request.param == "sqlite":
+        return _sqlite_db(tmp_path)
+    return _postgres_db(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def store(backend: Db) -> Iterator[Store]:
+    s = Store(backend.db)
+    yield s
+    s.close()
+
+
+def test_submit_is_stored_with_its_event_and_survives_reopening(backend: Db) -> None:
+    store = Store(backend.db)
     row = store.submit(JOB, 10.0)
-    assert (row.state, row.gpus, row.command, row.batch_size) == (
+    assert (row.state, row.gpus, row.command, row.batch_size, row.user) == (
         PENDING,
         2,
         ("python", "-c", "print(1)"),
         32,
+        "alice",
     )
     instance = store.instance
     store.close()
-    again = Store(tmp_path / "s.db")
+    again = Store(backend.db)
     assert again.get(row.seq) == row
     assert again.instance == instance
+    assert again.schema_version == SCHEMA_VERSION
     assert again.events(row.seq) == [(10.0, "submitted", {"gpus": 2, "user": "alice"})]
+    again.close()
+
+
+def test_sqlite_store_is_in_wal_mode(tmp_path: Path) -> None:
+    Store(f"sqlite:///{tmp_path}/s.db").close()
     mode = sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
 
 
-def test_a_run_to_completion_and_its_event_log(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_a_run_to_completion_and_its_event_log(store: Store) -> None:
     seq = store.submit(JOB, 0.0).seq
     started = store.mark_started(seq, {"node-000": [0, 1]}, 5.0)
     assert started is not None
@@ -60,10 +152,22 @@ def test_a_run_to_completion_and_its_event_log(tmp_path: Path) -> None:
     )
     kinds = [k for _, k, _ in store.events(seq)]
     assert kinds == ["submitted", "started", "launched", "completed"]
+    assert store.finished_durations() == [("train", "alice", 60.0)]
 
 
-def test_transitions_apply_once(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_reads_filter_by_state_and_user(store: Store) -> None:
+    a = store.submit(JOB, 0.0).seq
+    b = store.submit(NewJob("eval", "bob", 1, ("x",)), 1.0).seq
+    store.mark_started(b, {"n": [0]}, 2.0)
+    assert [r.seq for r in store.jobs(user="alice")] == [a]
+    assert [r.seq for r in store.jobs(user="bob", state=RUNNING)] == [b]
+    assert store.jobs(user="bob", state=PENDING) == []
+    assert [r.seq for r in store.active()] == [a, b]
+    assert [r.seq for r in store.holding()] == [b]
+    assert store.counts()[PENDING] == 1 and store.counts()[RUNNING] == 1
+
+
+def test_transitions_apply_once(store: Store) -> None:
     seq = store.submit(JOB, 0.0).seq
     assert store.mark_started(seq, {"n": [0, 1]}, 1.0) is not None
     assert store.mark_started(seq, {"n": [2, 3]}, 1.0) is None
@@ -74,23 +178,29 @@ def test_transitions_apply_once(tmp_path: Path) -> None:
     assert store.get(seq).end_time == 2.0  # type: ignore[union-attr]
 
 
-def test_preemption_requeues_with_attained_service_and_a_new_attempt(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_preemption_requeues_with_attained_service_and_a_new_attempt(store: Store) -> None:
     seq = store.submit(JOB, 0.0).seq
     store.mark_started(seq, {"n": [0, 1]}, 10.0)
+    store.update_progress([(seq, 0.25, 12.5)])
     assert store.mark_preempting(seq, 1, 20.0)
+    assert not store.mark_preempting(seq, 1, 20.0)
     assert store.get(seq).state == PREEMPTING  # type: ignore[union-attr]
     assert not store.mark_exited(seq, 2, PENDING, 30.0, 75), "a stale attempt changes nothing"
     assert store.mark_exited(seq, 1, PENDING, 30.0, 75)
     row = store.get(seq)
     assert row is not None
-    assert (row.state, row.restarts, row.attained_gpu_s, row.gpu_ids) == (PENDING, 1, 40.0, None)
+    assert (row.state, row.restarts, row.attained_gpu_s, row.gpu_ids, row.progress) == (
+        PENDING,
+        1,
+        40.0,
+        None,
+        0.25,
+    )
     again = store.mark_started(seq, {"n": [2, 3]}, 40.0)
     assert again is not None and again.attempt == 2 and again.start_time == 10.0
 
 
-def test_cancel_pending_and_running(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_cancel_pending_and_running(store: Store) -> None:
     a = store.submit(JOB, 0.0).seq
     b = store.submit(JOB, 0.0).seq
     store.mark_started(b, {"n": [0, 1]}, 1.0)
@@ -103,34 +213,175 @@ def test_cancel_pending_and_running(tmp_path: Path) -> None:
     assert store.counts()[CANCELLED] == 2
 
 
-def test_event_log_is_append_only(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_changes_of_another_store_on_the_same_database_are_seen(backend: Db) -> None:
+    mine, other = Store(backend.db), Store(backend.db)
+    first = mine.submit(JOB, 0.0).seq
+    position, rows = mine.snapshot()
+    assert [r.seq for r in rows] == [first]
+    second = other.submit(JOB, 1.0).seq
+    other.mark_started(first, {"n": [0, 1]}, 2.0)
+    last, changed = mine.changed_since(position)
+    assert [(r.seq, r.state) for r in changed] == [(first, RUNNING), (second, PENDING)]
+    assert last == mine.last_event() and mine.changed_since(last) == (last, [])
+    mine.close()
+    other.close()
+
+
+def test_concurrent_stores_start_and_finish_each_job_once(backend: Db) -> None:
+    """Several services on one database race for the same jobs: every transition is won by
+    exactly one of them."""
+    setup = Store(backend.db)
+    seqs = [setup.submit(JOB, 0.0).seq for _ in range(6)]
+    racers = 4
+    barrier = threading.Barrier(racers, timeout=60)
+    started: list[list[int]] = [[] for _ in range(racers)]
+    finished: list[list[int]] = [[] for _ in range(racers)]
+    errors: list[BaseException] = []
+
+    def race(i: int) -> None:
+        try:
+            # Opened together too: several services starting at once on one database.
+            store = Store(backend.db)
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+            return
+        try:
+            barrier.wait()
+            for seq in seqs:
+                if store.mark_started(seq, {f"node-{i}": [0, 1]}, 1.0) is not None:
+                    started[i].append(seq)
+            for seq in seqs:
+                if store.mark_exited(seq, 1, COMPLETED, 2.0, 0):
+                    finished[i].append(seq)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(racers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert sorted(s for won in started for s in won) == seqs
+    assert sorted(s for won in finished for s in won) == seqs
+    for seq in seqs:
+        kinds = [k for _, k, _ in setup.events(seq)]
+        assert kinds == ["submitted", "started", "completed"]
+        row = setup.get(seq)
+        assert row is not None and (row.state, row.attempt) == (COMPLETED, 1)
+    setup.close()
+
+
+def test_event_log_is_append_only(backend: Db) -> None:
+    store = Store(backend.db)
     store.submit(JOB, 0.0)
     store.close()
-    db = sqlite3.connect(tmp_path / "s.db")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        db.execute("UPDATE events SET kind='x'")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        db.execute("DELETE FROM events")
+    with pytest.raises(backend.integrity_error, match="append-only"):
+        backend.raw("UPDATE events SET kind='x'", ())
+    with pytest.raises(backend.integrity_error, match="append-only"):
+        backend.raw("DELETE FROM events", ())
+    if backend.kind == "postgresql":
+        with pytest.raises(backend.integrity_error, match="append-only"):
+            backend.raw("TRUNCATE events", ())
 
 
-def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    Store(tmp_path / "s.db").close()
-    db = sqlite3.connect(tmp_path / "s.db")
-    db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
-    db.commit()
-    db.close()
+def test_a_newer_schema_is_refused(backend: Db) -> None:
+    Store(backend.db).close()
+    backend.raw("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
     with pytest.raises(StoreError, match="newer"):
-        Store(tmp_path / "s.db")
+        Store(backend.db)
 
 
-def test_failed_transaction_leaves_nothing(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_failed_transaction_leaves_nothing(store: Store, backend: Db) -> None:
     with pytest.raises(ValueError, match="outcome"):
         store.mark_exited(1, 1, "DONE", 0.0, 0)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(backend.integrity_error):
         store.submit(NewJob("x", "u", 1, ("a",), batch_size=None), None)  # type: ignore[arg-type]
     assert store.jobs() == []
+    assert store.last_event() == 0
+    assert store.submit(JOB, 1.0).state == PENDING, "the store is usable after a rollback"
+
+
+def test_postgres_password_is_masked_in_the_label(pg_server: PostgresServer) -> None:
+    url = pg_server.new_database()
+    store = Store(url)
+    assert pg_server.password in url
+    assert pg_server.password not in store.label
+    assert store.label == url.replace(pg_server.password, "***")
+    store.close()
+
+
+def test_unreachable_postgres_is_a_clear_error() -> None:
+    with socket.socket() as bound:
+        # Bound but not listening: a connection to it is refused.
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        with pytest.raises(StoreError, match=r"postgresql://u:\*\*\*@127\.0\.0\.1.*cannot connect"):
+            Store(f"postgresql://u:secret@127.0.0.1:{port}/db")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("state.db", SqliteTarget(Path("state.db"))),
+        ("/var/lib/x/state.db", SqliteTarget(Path("/var/lib/x/state.db"))),
+        ("sqlite:///rel/s.db", SqliteTarget(Path("rel/s.db"))),
+        ("sqlite:////abs/s.db", SqliteTarget(Path("/abs/s.db"))),
+        (Path("p.db"), SqliteTarget(Path("p.db"))),
+        (
+            "postgresql://ann:pw@db.example:5433/jobs",
+            PostgresTarget(
+                "postgresql://ann:pw@db.example:5433/jobs",
+                "jobs",
+                "postgresql://ann:***@db.example:5433/jobs",
+            ),
+        ),
+        (
+            "postgres://ann@db.example/jobs?sslmode=require",
+            PostgresTarget(
+                "postgres://ann@db.example/jobs?sslmode=require",
+                "jobs",
+                "postgres://ann@db.example/jobs?sslmode=require",
+            ),
+        ),
+    ],
+)
+def test_db_values_name_their_store(value: str | Path, expected: object) -> None:
+    assert parse_store_url(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("", "empty"),
+        ("mysql://u:p@h/db", "unknown scheme 'mysql'"),
+        ("postgresql+psycopg://u:p@h/db", "unknown scheme 'postgresql\\+psycopg'"),
+        ("postgresql://u:p@h:5432", "database name is missing"),
+        ("postgresql://u:p@h:5432/", "database name is missing"),
+        ("postgresql://u:p@h:port/db", "port is not a number"),
+        ("postgresql://u:p@h:99999/db", "port is not a number"),
+        ("sqlite://host/s.db", "three slashes"),
+        ("sqlite:///", "path is missing"),
+    ],
+)
+def test_bad_db_values_are_refused_naming_the_value(value: str, why: str) -> None:
+    with pytest.raises(StoreUrlError, match=why) as err:
+        parse_store_url(value)
+    assert f"--db {value!r}" in str(err.value)
+    assert "postgresql://USER:PASSWORD@HOST:PORT/DBNAME" in str(err.value)
+
+
+def test_serve_refuses_a_bad_db_url_before_starting(tmp_path: Path) -> None:
+    token = tmp_path / "t.token"
+    result = CliRunner().invoke(
+        app, ["serve", "--db", "mysql://u:p@h/db", "--backend", "fake", "--token-file", str(token)]
+    )
+    assert result.exit_code == 2
+    assert "--db 'mysql://u:p@h/db'" in result.output and "unknown scheme" in result.output
+    assert not token.exists()
 
 
 def test_job_ids() -> None:

@@ -370,16 +370,19 @@ class Store:
                 return None
             state = found[0]
             if state == PENDING:
-                db.execute(
-                    "UPDATE jobs SET state=?, end_time=?, reason=? WHERE seq=?",
-                    (CANCELLED, now, "cancelled while pending", seq),
+                cur = db.execute(
+                    "UPDATE jobs SET state=?, end_time=?, reason=? WHERE seq=? AND state=?",
+                    (CANCELLED, now, "cancelled while pending", seq, PENDING),
                 )
-                self._event(db, seq, now, "cancelled", {})
+                if cur.rowcount == 1:
+                    self._event(db, seq, now, "cancelled", {})
             elif state in HOLDING:
-                db.execute(
-                    "UPDATE jobs SET state=?, cancel_requested=1 WHERE seq=?", (PREEMPTING, seq)
+                cur = db.execute(
+                    "UPDATE jobs SET state=?, cancel_requested=1 WHERE seq=? AND state=?",
+                    (PREEMPTING, seq, state),
                 )
-                self._event(db, seq, now, "cancel_requested", {})
+                if cur.rowcount == 1:
+                    self._event(db, seq, now, "cancel_requested", {})
         return self.get(seq)
 
     def mark_exited(
@@ -408,17 +411,19 @@ class Store:
                 return False
             gpus, run_start = found
             held = gpus * max(0.0, now - (run_start if run_start is not None else now))
+            # The same condition again: the update itself decides who applies the transition.
+            still = f"WHERE seq=? AND attempt=? AND state IN ({marks})"
             if outcome == PENDING:
-                db.execute(
+                cur = db.execute(
                     "UPDATE jobs SET state=?, restarts=restarts+1, attained_gpu_s="
                     "attained_gpu_s+?, gpu_ids=NULL, pid=NULL, pid_start=NULL, run_start=NULL, "
-                    "exit_code=? WHERE seq=?",
-                    (PENDING, held, exit_code, seq),
+                    f"exit_code=? {still}",
+                    (PENDING, held, exit_code, seq, attempt, *HOLDING),
                 )
             else:
-                db.execute(
+                cur = db.execute(
                     "UPDATE jobs SET state=?, end_time=?, attained_gpu_s=attained_gpu_s+?, "
-                    "exit_code=?, reason=?, progress=COALESCE(?, progress) WHERE seq=?",
+                    f"exit_code=?, reason=?, progress=COALESCE(?, progress) {still}",
                     (
                         outcome,
                         now,
@@ -427,8 +432,12 @@ class Store:
                         reason,
                         1.0 if outcome == COMPLETED else None,
                         seq,
+                        attempt,
+                        *HOLDING,
                     ),
                 )
+            if cur.rowcount != 1:
+                return False
             self._event(
                 db,
                 seq,
