@@ -26,13 +26,15 @@ lint: $(VENV)/.dev
 	$(BIN)/mypy
 
 # System programs the real-component tests drive: Chromium for the dashboard, Slurm and munge
-# for the Slurm back end. Installed when running as root (CI), otherwise named.
-SYSTEM_PROGRAMS := chromium slurmctld slurmd munged
-SYSTEM_PACKAGES := chromium slurm-wlm munge
+# for the Slurm back end, the PostgreSQL server for the store (Debian keeps initdb and pg_ctl
+# under /usr/lib/postgresql/<version>/bin). Installed when running as root (CI), else named.
+SYSTEM_PROGRAMS := chromium slurmctld slurmd munged initdb pg_ctl
+SYSTEM_PACKAGES := chromium slurm-wlm munge postgresql
 
 system:
 	@missing=""; for p in $(SYSTEM_PROGRAMS); do \
-		command -v $$p >/dev/null 2>&1 || [ -x /usr/sbin/$$p ] || missing="$$missing $$p"; \
+		command -v $$p >/dev/null 2>&1 || [ -x /usr/sbin/$$p ] || \
+			ls /usr/lib/postgresql/*/bin/$$p >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
