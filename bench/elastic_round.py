@@ -145,10 +145,10 @@ def main() -> None:
     print()
     print("| policy | GPUs | jobs | first round (s) | later rounds, mean (s) |")
     print("|---|---|---|---|---|")
-    for r in rows:
+    for row in rows:
         print(
-            f"| {r['policy']} | {r['gpus']:,} | {r['jobs']:,} | {r['cold_round_s']} | "
-            f"{r['warm_round_s']} |"
+            f"| {row['policy']} | {row['gpus']:,} | {row['jobs']:,} | {row['cold_round_s']} | "
+            f"{row['warm_round_s']} |"
         )
 
 

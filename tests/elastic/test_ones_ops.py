@@ -19,7 +19,10 @@ from dlsched.elastic.ones_ops import (
     moves,
     mutate,
     naive_layout,
+    pin,
     reorder,
+    restart_cost,
+    slots_by_job,
     trim,
 )
 
@@ -95,12 +98,18 @@ def test_reorder_never_moves_more_than_a_naive_layout(cand: list[int], current: 
     assert moves(ordered, current) == gained
 
 
-def test_reorder_keeps_a_new_job_together() -> None:
+def test_reorder_puts_a_new_job_on_one_node_when_one_holds_it() -> None:
     current = [0, 0, IDLE, IDLE, IDLE, 1, IDLE, IDLE]
-    out = reorder([0, 0, 1, 2, 2, 2, IDLE, IDLE], current, [s // 4 for s in range(8)])
-    slots = [s for s, j in enumerate(out) if j == 2]
-    assert slots == list(range(slots[0], slots[0] + 3))
+    slot_node = [s // 4 for s in range(8)]
+    out = reorder([0, 0, 1, 2, 2, 2, IDLE, IDLE], current, slot_node)
+    assert [s for s, j in enumerate(out) if j == 2] == [4, 6, 7]
     assert out[0] == out[1] == 0 and out[5] == 1
+
+
+def test_reorder_grows_a_job_on_its_own_node_first() -> None:
+    current = [IDLE, 0, IDLE, IDLE, IDLE, IDLE, IDLE, IDLE]
+    out = reorder([0, 0, 0, IDLE, IDLE, IDLE, IDLE, IDLE], current, [s // 4 for s in range(8)])
+    assert [s for s, j in enumerate(out) if j == 0] == [0, 1, 2]
 
 
 def test_throughput_interpolation() -> None:
@@ -110,3 +119,25 @@ def test_throughput_interpolation() -> None:
     assert interpolate_throughput(history, 8) == pytest.approx(10.0 + 20.0 / 3 * 7)
     assert interpolate_throughput({2: (8.0,)}, 4) == 16.0
     assert interpolate_throughput({}, 4) is None
+
+
+def test_restart_cost_charges_every_job_whose_slots_change() -> None:
+    current = slots_by_job([0, 0, 1, 1, IDLE, IDLE])
+    # job 0 keeps its slots (free), job 1 moves to 1 other slot, job 2 starts on 2 GPUs
+    schedule = [0, 0, 1, IDLE, 2, 2]
+    assert restart_cost(schedule, current, 30.0) == 30.0 * (1 + 2)
+    assert restart_cost([0, 0, 1, 1, IDLE, IDLE], current, 30.0) == 0.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(schedules, schedules)
+def test_pin_puts_held_jobs_on_exactly_their_slots(cand: list[int], current: list[int]) -> None:
+    held = slots_by_job(current)
+    fixed = {j: s for j, s in held.items() if j % 2 == 0}
+    out = pin(cand, fixed)
+    assert {j: s for j, s in slots_by_job(out).items() if j in fixed} == fixed
+    # every other slot keeps its job or turns idle
+    fixed_slots = {s for slots in fixed.values() for s in slots}
+    for s, (x, y) in enumerate(zip(cand, out, strict=True)):
+        if s not in fixed_slots:
+            assert y == x or (y == IDLE and x in fixed)

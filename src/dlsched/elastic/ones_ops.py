@@ -7,6 +7,7 @@ functions are pure: they return new lists and draw randomness only from the gene
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 from collections import Counter
@@ -36,6 +37,16 @@ def trim(schedule: Sequence[int], caps: Mapping[int, int]) -> Schedule:
                 out.append(j)
                 continue
         out.append(IDLE)
+    return out
+
+
+def pin(schedule: Sequence[int], fixed: Mapping[int, Sequence[int]]) -> Schedule:
+    """``schedule`` with each job of ``fixed`` on exactly its given slots: its other slots
+    become idle and any other job on those slots loses them."""
+    out = [IDLE if j in fixed else j for j in schedule]
+    for j, slots in fixed.items():
+        for s in slots:
+            out[s] = j
     return out
 
 
@@ -99,27 +110,78 @@ def naive_layout(counts: Mapping[int, int], slots: int) -> Schedule:
     return out
 
 
-def _runs(free: Sequence[bool]) -> list[tuple[int, int]]:
-    """(start, length) of each maximal run of free slots."""
-    runs, start = [], None
-    for s, f in enumerate([*free, False]):
-        if f and start is None:
-            start = s
-        elif not f and start is not None:
-            runs.append((start, s - start))
-            start = None
-    return runs
+class _FreeSlots:
+    """Free slots per node, with nodes found by free count in O(log nodes): the pool the
+    reordering takes GPUs from."""
+
+    def __init__(self, free_slots: Sequence[int], slot_node: Sequence[int]) -> None:
+        self.slots: dict[int, list[int]] = {}
+        for s in reversed(free_slots):  # popped from the end: lowest slot first
+            self.slots.setdefault(slot_node[s], []).append(s)
+        self.top = max((len(v) for v in self.slots.values()), default=0)
+        self.heaps: list[list[int]] = [[] for _ in range(self.top + 1)]
+        for node, v in self.slots.items():
+            heapq.heappush(self.heaps[len(v)], node)
+
+    def count(self, node: int) -> int:
+        return len(self.slots.get(node, ()))
+
+    def take(self, node: int, k: int) -> list[int]:
+        """Up to ``k`` free slots of ``node``, lowest first."""
+        v = self.slots.get(node)
+        if not v or k <= 0:
+            return []
+        taken = [v.pop() for _ in range(min(k, len(v)))]
+        heapq.heappush(self.heaps[len(v)], node)
+        return taken
+
+    def _lowest_with(self, c: int) -> int | None:
+        """The lowest-numbered node with exactly ``c`` free slots (stale entries dropped)."""
+        heap = self.heaps[c]
+        while heap:
+            node = heap[0]
+            if self.count(node) == c:
+                return node
+            heapq.heappop(heap)
+        return None
+
+    def best_fit(self, k: int) -> int | None:
+        """The node with the fewest free slots that still holds ``k`` (lowest on ties)."""
+        for c in range(max(k, 1), self.top + 1):
+            node = self._lowest_with(c)
+            if node is not None:
+                return node
+        return None
+
+    def fullest(self) -> int | None:
+        """The node with the most free slots (lowest on ties); None when none is free."""
+        for c in range(self.top, 0, -1):
+            node = self._lowest_with(c)
+            if node is not None:
+                return node
+        return None
+
+    def take_fullest(self, k: int) -> list[int]:
+        """``k`` slots (fewer if the pool runs dry), node by node from the fullest."""
+        out: list[int] = []
+        while len(out) < k:
+            node = self.fullest()
+            if node is None:
+                break
+            out.extend(self.take(node, k - len(out)))
+        return out
 
 
 def reorder(schedule: Sequence[int], current: Sequence[int], slot_node: Sequence[int]) -> Schedule:
     """The same GPU counts as ``schedule``, laid out to move as few GPUs as possible from
-    ``current`` and keep each job's GPUs together.
+    ``current`` and keep each job's GPUs on few nodes.
 
     Every job keeps ``min(new, old)`` of its current slots, those on the nodes where it holds
-    most; a job that grows takes free slots on its own nodes first, then the free slots of
-    the fullest-free nodes; a job new to the schedule takes the smallest run of free slots that
-    holds it whole, else the longest runs. So the moves are exactly the GPUs jobs gain, the
-    fewest any layout with these counts can have.
+    most; a job that grows takes free slots on its own nodes first, then those of the nodes
+    with the most free slots; a job new to the schedule takes the node with the fewest free
+    slots that holds it whole, else the nodes with the most free slots. So the moves are
+    exactly the GPUs jobs gain, the fewest any layout with these counts can have. Runs in
+    O(slots + jobs · log nodes) (plus the node size per job).
     """
     want = job_counts(schedule)
     out = [IDLE] * len(schedule)
@@ -128,41 +190,52 @@ def reorder(schedule: Sequence[int], current: Sequence[int], slot_node: Sequence
         if j != IDLE and want[j] > 0:
             held.setdefault(j, []).append(s)
     for j, slots in held.items():
-        per_node = Counter(slot_node[s] for s in slots)
-        ranked = sorted(slots, key=lambda s: (-per_node[slot_node[s]], slot_node[s], s))
-        for s in ranked[: want[j]]:
+        if len(slots) > want[j]:
+            per_node = Counter(slot_node[s] for s in slots)
+            slots = sorted(slots, key=lambda s: (-per_node[slot_node[s]], slot_node[s], s))
+            slots = slots[: want[j]]
+        for s in slots:
             out[s] = j
     have = job_counts(out)
+    pool = _FreeSlots([s for s, x in enumerate(out) if x == IDLE], slot_node)
     growers = sorted(
         (j for j in want if have[j] and want[j] > have[j]), key=lambda j: (-(want[j] - have[j]), j)
     )
     for j in growers:
-        nodes = {slot_node[s] for s, x in enumerate(out) if x == j}
-        free_own = [s for s, x in enumerate(out) if x == IDLE and slot_node[s] in nodes]
-        free_node: Counter[int] = Counter(slot_node[s] for s, x in enumerate(out) if x == IDLE)
-        others = sorted(
-            (s for s, x in enumerate(out) if x == IDLE and slot_node[s] not in nodes),
-            key=lambda s: (-free_node[slot_node[s]], s),
-        )
-        for s in (free_own + others)[: want[j] - have[j]]:
+        need = want[j] - have[j]
+        chosen: list[int] = []
+        for node in sorted({slot_node[s] for s in held[j] if out[s] == j}):
+            chosen.extend(pool.take(node, need - len(chosen)))
+        chosen.extend(pool.take_fullest(need - len(chosen)))
+        for s in chosen:
             out[s] = j
     newcomers = sorted((j for j in want if not have[j]), key=lambda j: (-want[j], j))
     for j in newcomers:
-        need = want[j]
-        runs = _runs([x == IDLE for x in out])
-        whole = [r for r in runs if r[1] >= need]
-        if whole:
-            start, _ = min(whole, key=lambda r: (r[1], r[0]))
-            chosen = list(range(start, start + need))
-        else:
-            chosen = []
-            for start, length in sorted(runs, key=lambda r: (-r[1], r[0])):
-                chosen.extend(range(start, start + min(length, need - len(chosen))))
-                if len(chosen) == need:
-                    break
+        fit = pool.best_fit(want[j])
+        chosen = pool.take(fit, want[j]) if fit is not None else pool.take_fullest(want[j])
         for s in chosen:
             out[s] = j
     return out
+
+
+def slots_by_job(schedule: Sequence[int]) -> dict[int, tuple[int, ...]]:
+    """Each job's slots, in increasing order."""
+    out: dict[int, list[int]] = {}
+    for s, j in enumerate(schedule):
+        if j != IDLE:
+            out.setdefault(j, []).append(s)
+    return {j: tuple(v) for j, v in out.items()}
+
+
+def restart_cost(
+    schedule: Sequence[int], current: Mapping[int, tuple[int, ...]], restart_s: float
+) -> float:
+    """GPU-seconds lost to restarts if ``schedule`` replaced the schedule whose slots by job
+    are ``current``: ``restart_s`` × the GPUs of every job whose slots differ (a job that
+    starts or changes GPUs waits ``restart_s`` on all of its new GPUs)."""
+    return restart_s * sum(
+        len(slots) for j, slots in slots_by_job(schedule).items() if current.get(j) != slots
+    )
 
 
 def interpolate_throughput(history: Mapping[int, Sequence[float]], n: int) -> float | None:

@@ -9,16 +9,19 @@ target ``log b`` with ``b = k (1 − ρ_k) / ρ_k`` (the Beta whose mean is the 
 actually done then). The paper uses a small neural network; we use scikit-learn's
 ``GradientBoostingRegressor`` (40 trees of depth 3, seeded), which fits in milliseconds and is
 refit after every round in which jobs finish. Losses come from the metrics with
-:func:`dlsched.perf.optimus.loss_from_metric`.
+:func:`dlsched.perf.optimus.loss_from_metric`. The paper samples ``ρ`` at each use; we draw
+one uniform quantile per job and map it through the current Beta's inverse CDF
+(:meth:`BetaProgressPredictor.rho`), so a job's draw moves only when its posterior does.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.special import betaincinv
 
 from dlsched.elastic.types import JobInfo
 from dlsched.perf.optimus import loss_from_metric
@@ -97,13 +100,20 @@ class BetaProgressPredictor:
             self._cache[key] = found
         return found
 
-    def sample(self, jobs: Sequence[JobInfo], rng: np.random.Generator) -> dict[int, float]:
-        """One draw of ``ρ`` per job that has a prediction, by job index."""
-        out = {}
-        for job in jobs:
-            b = self.predict_b(job)
-            if b is None:
-                continue
-            rho = float(rng.beta(len(job.metrics), b))
-            out[job.index] = min(max(rho, 1e-3), 1 - 1e-6)
-        return out
+    def rho(self, jobs: Sequence[JobInfo], quantiles: Mapping[int, float]) -> dict[int, float]:
+        """``ρ`` per job that has a prediction, by job index: the ``quantiles[index]`` quantile
+        of its current ``Beta(epochs done, b)``, clipped to ``[1e-3, 1 − 1e-6]``.
+
+        With a uniform quantile drawn once per job this is a draw from the posterior (inverse
+        CDF sampling) that only moves when the posterior does, so the fitness of a schedule
+        does not flip between rounds on sampling noise alone (common random numbers).
+        """
+        picked = [(j, self.predict_b(j)) for j in jobs]
+        known = [(j, b) for j, b in picked if b is not None]
+        if not known:
+            return {}
+        a = np.asarray([float(len(j.metrics)) for j, _ in known])
+        b = np.asarray([b for _, b in known])
+        u = np.asarray([quantiles[j.index] for j, _ in known])
+        values = np.clip(betaincinv(a, b, u), 1e-3, 1 - 1e-6)
+        return {j.index: float(v) for (j, _), v in zip(known, values, strict=True)}

@@ -19,7 +19,29 @@ removes has run an epoch since it last changed; otherwise only jobs whose GPUs a
 Batch: each GPU keeps the job's requested per-GPU batch, the global batch capped at the
 largest validated one (the paper's learning-rate cap).
 
-Our adaptation: the paper evolves every second; here ``generations`` per 60-s round.
+Our adaptations, and why (the first alone left ONES losing to Tiresias on 7 of the 8 Pollux
+workloads, with 3–9 restarts per job at 30 s each; see bench/RESULTS.md):
+
+- The paper evolves every second; here ``generations`` per 60-s round.
+- Common random numbers: the paper samples each job's ``ρ`` at every use. Resampled every
+  round, the fittest schedule flipped on noise alone and jobs restarted for nothing. We draw
+  one uniform quantile per job, once, and map it through the job's current Beta posterior
+  (:meth:`BetaProgressPredictor.rho`), so ``ρ`` moves only when the posterior does (a new
+  epoch, a refit), and every candidate of a round is scored against the same draw.
+- Restart charge: the fitness adds ``restart_s`` × GPUs for every job whose slots differ from
+  the current schedule (a start included), the GPU-seconds the simulator loses to restarts.
+  The paper's testbed had no 30-s restart delay to weigh.
+- Epoch rule with a floor: a job may be moved or removed only after an epoch *and*
+  ``hold_s`` seconds since its last change; with epochs of a few seconds (ncf, cifar10) the
+  paper's rule alone let jobs move every round. ``hold_s`` = 20 × ``restart_s`` bounds the
+  time lost to restarts of a job held that long at 5%.
+- Candidates respect the rule: jobs it holds keep their current slots in every candidate
+  (:func:`dlsched.elastic.ones_ops.pin`; their caps are their current counts), so the best
+  schedule can always be applied, instead of being rejected whole when crossover happened to
+  move a held job.
+- A cut cap is also a ceiling: after the largest job's cap is halved it never doubles past the
+  cut again (otherwise it doubled back two epochs later and was cut again, two restarts of
+  the largest job per cycle).
 """
 
 from __future__ import annotations
@@ -41,7 +63,10 @@ from dlsched.elastic.ones_ops import (
     interpolate_throughput,
     moves,
     mutate,
+    pin,
     reorder,
+    restart_cost,
+    slots_by_job,
     trim,
 )
 from dlsched.elastic.ones_predictor import BetaProgressPredictor
@@ -58,12 +83,18 @@ class Ones(ElasticPolicy):
     generations: int = 4
     mutation_p: float = 0.3
     cap_factor: int = 4
+    restart_s: float = 30.0
+    hold_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.population < 2 or self.generations < 1 or not 0 <= self.mutation_p <= 1:
             raise ValueError(
                 "need population >= 2, generations >= 1 and 0 <= mutation_p <= 1; got "
                 f"{self.population}, {self.generations}, {self.mutation_p}"
+            )
+        if self.restart_s < 0 or self.hold_s < 0:
+            raise ValueError(
+                f"need restart_s >= 0 and hold_s >= 0; got {self.restart_s}, {self.hold_s}"
             )
 
     def bind(self, cluster: ClusterView, perf: PerfBook, seed: int) -> None:
@@ -73,6 +104,8 @@ class Ones(ElasticPolicy):
         self.np_rng = np.random.default_rng(seed)
         self.predictor = BetaProgressPredictor(seed)
         self.caps: dict[int, int] = {}
+        self.ceilings: dict[int, int] = {}
+        self.quantiles: dict[int, float] = {}
         self.pop: list[Schedule] = []
         self.current: Schedule = [IDLE] * len(self.slot_node)
 
@@ -80,6 +113,8 @@ class Ones(ElasticPolicy):
         for f in done:
             self.predictor.add(f.job)
             self.caps.pop(f.job.index, None)
+            self.ceilings.pop(f.job.index, None)
+            self.quantiles.pop(f.job.index, None)
         self.predictor.refit()
 
     def _update_caps(self, jobs: Sequence[JobInfo]) -> None:
@@ -87,24 +122,44 @@ class Ones(ElasticPolicy):
         for j in jobs:
             cap = self.caps.setdefault(j.index, min(j.requested_gpus, total))
             if j.gpus == cap and j.epoch - j.epoch_at_change >= 2:
-                self.caps[j.index] = min(2 * cap, self.cap_factor * j.requested_gpus, total)
+                self.caps[j.index] = min(
+                    2 * cap,
+                    self.cap_factor * j.requested_gpus,
+                    self.ceilings.get(j.index, total),
+                )
         running = [j for j in jobs if j.gpus > 0]
         if running:
             largest = max(running, key=lambda j: (j.gpus, -j.index))
             median = statistics.median(j.attained_service for j in jobs)
             if 2 * largest.gpus >= total and largest.attained_service > median:
-                self.caps[largest.index] = max(1, largest.gpus // 2)
+                cut = max(1, largest.gpus // 2)
+                self.caps[largest.index] = cut
+                # Without a ceiling the cap doubles back past half the cluster two epochs
+                # later and is cut again: two restarts of the largest job every cycle.
+                self.ceilings[largest.index] = cut
 
     def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
         by_index = {j.index: j for j in jobs}
         current = [j if j in by_index else IDLE for j in self.current]
         self._update_caps(jobs)
-        caps = {i: self.caps[i] for i in by_index}
-        rho = self.predictor.sample(jobs, self.np_rng)
+        eligible = {j.index for j in jobs if j.gpus > 0 and self._movable(now, j)}
+        held = slots_by_job(current)
+        # Jobs the epoch rule holds keep their slots in every candidate, so the best one can
+        # always be applied (the paper's step 5 would otherwise reject it whole).
+        pinned = {i: slots for i, slots in held.items() if i not in eligible}
+        caps = {i: len(pinned[i]) if i in pinned else self.caps[i] for i in by_index}
+        for j in jobs:
+            if j.index not in self.quantiles:
+                self.quantiles[j.index] = float(self.np_rng.random())
+        rho = self.predictor.rho(jobs, self.quantiles)
         samples = {j.index: j.samples for j in jobs}
 
+        speeds: dict[tuple[int, int], float | None] = {}
+
         def throughput(i: int, n: int) -> float | None:
-            return interpolate_throughput(by_index[i].throughputs, n)
+            if (i, n) not in speeds:
+                speeds[i, n] = interpolate_throughput(by_index[i].throughputs, n)
+            return speeds[i, n]
 
         def single_remaining(j: JobInfo) -> float:
             x = throughput(j.index, 1)
@@ -117,15 +172,17 @@ class Ones(ElasticPolicy):
 
         new_jobs = [j.index for j in jobs if j.last_change is None]
         by_remaining = [j.index for j in sorted(jobs, key=lambda j: (single_remaining(j), j.index))]
-        eligible = {j.index for j in jobs if j.gpus > 0 and j.epoch - j.epoch_at_change >= 1}
 
         def prepare(c: Sequence[int]) -> Schedule:
             return reorder(
-                fill(trim(c, caps), new_jobs, by_remaining, caps), current, self.slot_node
+                fill(pin(trim(c, caps), pinned), new_jobs, by_remaining, caps),
+                current,
+                self.slot_node,
             )
 
         def score(c: Schedule) -> tuple[float, int, tuple[int, ...]]:
-            return (fitness(c, samples, rho, throughput), moves(c, current), tuple(c))
+            f = fitness(c, samples, rho, throughput) + restart_cost(c, held, self.restart_s)
+            return (f, moves(c, current), tuple(c))
 
         pop = [prepare(c) for c in [*self.pop, current]]
         for _ in range(self.generations):
@@ -139,13 +196,21 @@ class Ones(ElasticPolicy):
             unique = {tuple(c): c for c in pop + children}
             pop = sorted(unique.values(), key=score)[: self.population]
         self.pop = pop
-        chosen = self._apply(pop[0], current, by_index)
+        chosen = self._apply(now, pop[0], current, by_index)
         self.current = chosen
         return self._allocations(chosen, by_index)
 
-    def _apply(self, best: Schedule, current: Schedule, jobs: Mapping[int, JobInfo]) -> Schedule:
-        """The epoch rule: ``best`` if every job it moves has run an epoch since its last
-        change; else ``current`` plus the jobs of ``best`` not running whose slots are idle."""
+    def _movable(self, now: float, job: JobInfo) -> bool:
+        """The epoch rule, with a floor: the job ran an epoch and ``hold_s`` since its last
+        change."""
+        since = now - job.last_change if job.last_change is not None else float("inf")
+        return job.epoch - job.epoch_at_change >= 1 and since >= self.hold_s
+
+    def _apply(
+        self, now: float, best: Schedule, current: Schedule, jobs: Mapping[int, JobInfo]
+    ) -> Schedule:
+        """The epoch rule: ``best`` if every job it moves is movable (:meth:`_movable`); else
+        ``current`` plus the jobs of ``best`` not running whose slots are idle."""
         now_slots: dict[int, set[int]] = {}
         for s, j in enumerate(current):
             if j != IDLE:
@@ -155,7 +220,7 @@ class Ones(ElasticPolicy):
             if j != IDLE:
                 new_slots.setdefault(j, set()).add(s)
         moved = [j for j, slots in now_slots.items() if new_slots.get(j) != slots]
-        if all(jobs[j].epoch - jobs[j].epoch_at_change >= 1 for j in moved):
+        if all(self._movable(now, jobs[j]) for j in moved):
             return list(best)
         out = list(current)
         for j, slots in new_slots.items():
