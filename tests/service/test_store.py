@@ -6,9 +6,14 @@ on loopback for the session (skipped only when the PostgreSQL server binaries ar
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -382,6 +387,76 @@ def test_serve_refuses_a_bad_db_url_before_starting(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--db 'mysql://u:p@h/db'" in result.output and "unknown scheme" in result.output
     assert not token.exists()
+
+
+@pytest.mark.slow
+def test_a_live_service_runs_jobs_on_postgres(pg_server: PostgresServer, tmp_path: Path) -> None:
+    """``dlsched serve --db postgresql://...`` end to end (fake back end): jobs submitted over
+    the API run to completion and their history is in the PostgreSQL store."""
+    from dlsched.service.client import ServiceClient
+
+    url = pg_server.new_database()
+    log = tmp_path / "serve.log"
+    token = tmp_path / "token"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dlsched.cli.main",
+                "serve",
+                "--db",
+                url,
+                "--backend",
+                "fake",
+                "--port",
+                "0",
+                "--token-file",
+                str(token),
+                "--work-dir",
+                str(tmp_path / "jobs"),
+                "--round",
+                "0.2",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        base = ""
+        for _ in range(600):
+            found = [x for x in log.read_text().splitlines() if x.startswith("dlsched service at")]
+            if found:
+                base = found[0].split()[-1].rstrip("/")
+                break
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        assert base, log.read_text()
+        with ServiceClient(base, token.read_text().strip()) as client:
+            ids = [
+                client.submit(
+                    {"name": f"n{i}", "user": "ann", "gpus": 4, "command": ["sleep", "0.3"]}
+                )["id"]
+                for i in range(3)
+            ]
+            for _ in range(600):
+                if all(client.job(i)["state"] == COMPLETED for i in ids):
+                    break
+                time.sleep(0.1)
+            assert [client.job(i)["state"] for i in ids] == [COMPLETED] * 3
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    text = log.read_text()
+    assert pg_server.password not in text
+    assert url.replace(pg_server.password, "***") in text
+    store = Store(url)
+    rows = store.jobs(user="ann")
+    assert [r.state for r in rows] == [COMPLETED] * 3
+    for r in rows:
+        assert [k for _, k, _ in store.events(r.seq)] == ["submitted", "started", "completed"]
+    store.close()
 
 
 def test_job_ids() -> None:
