@@ -283,3 +283,34 @@ def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path) -> 
             size = again.book.attempt(seq, attempt)
             assert size is not None and size.batch_size == run.request.batch_size
     check_no_double_booking(live)
+
+
+def test_cancelling_a_running_elastic_job_frees_its_gpus(tmp_path: Path) -> None:
+    live = Live(tmp_path, "pollux")
+    first = live.submit("first")
+    for _ in range(3):
+        live.ctl.step()
+        live.clock.now += 60.0
+    for _ in range(10):
+        if not any(r.state == PREEMPTING for r in live.store.holding()):
+            break
+        live.ctl.step()
+    row = live.store.get(first)
+    assert row is not None and row.state == "RUNNING"
+    live.store.request_cancel(first, live.clock())
+    second = live.submit("second")
+    live.run()
+    done = live.store.get(first)
+    assert done is not None and done.state == "CANCELLED"
+    after = live.store.get(second)
+    assert after is not None and after.state == COMPLETED
+    check_no_double_booking(live)
+
+
+def test_a_job_stored_without_its_elastic_spec_is_cancelled(tmp_path: Path) -> None:
+    live = Live(tmp_path, "ones")
+    row = live.store.submit(NewJob("orphan", "u", 1, ("sleep", "5"), 8), live.clock())
+    live.ctl.step()
+    got = live.store.get(row.seq)
+    assert got is not None and got.state == "CANCELLED"
+    assert live.backend.history == []
