@@ -58,7 +58,23 @@ def test_a_checkpoint_not_resumed_from_is_reported(tmp_path: Path) -> None:
     write(tmp_path, "jobs/a/log.txt", "resumed from checkpoint at step 12\n")
     write(tmp_path, "jobs/b/log.txt", "resumed from checkpoint at step 0\n")
     write(tmp_path, "jobs/c/log.txt", "resumed from checkpoint at step 9\n" * 2)
-    codes = {"a": ["75", "0"], "b": ["75", "0"], "c": ["143", "0"]}
+    write(tmp_path, "jobs/e/log.txt", "resumed from checkpoint at step 9\n")
+    write(tmp_path, "jobs/f/log.txt", "at step 9\nresumed from checkpoint at step 4\n" * 2)
+    back = "resumed from checkpoint at step 9\nresumed from checkpoint at step 4\n"
+    write(tmp_path, "jobs/g/log.txt", back)
+    codes = {
+        "a": ["75", "0"],
+        "b": ["75", "0"],  # stopped before its first step: step 0 is a checkpoint too
+        "c": ["143", "0"],
+        "d": ["75", "0"],  # never resumed
+        "e": ["75", "75", "0"],  # resumed once for two checkpoints
+        "f": ["75", "75", "0"],
+        "g": ["75", "75", "0"],  # the second resume went back to an older checkpoint
+    }
     checkpointed, resumed, lost = checkpoints_not_resumed(tmp_path, codes)
-    assert (checkpointed, resumed) == (2, 3)
-    assert lost == ["b: exits ['75', '0'], resumed at steps [0]"]
+    assert (checkpointed, resumed) == (9, 9)
+    assert lost == [
+        "d: exits ['75', '0'], resumed at steps []",
+        "e: exits ['75', '75', '0'], resumed at steps [9]",
+        "g: exits ['75', '75', '0'], resumed at steps [9, 4]",
+    ]

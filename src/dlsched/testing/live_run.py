@@ -215,20 +215,20 @@ def exit_time_bound(jobs_root: Path) -> Callable[[str, float], float]:
 def checkpoints_not_resumed(
     jobs_root: Path, codes: Mapping[str, list[str]]
 ) -> tuple[int, int, list[str]]:
-    """(attempts that checkpointed and exited 75, resumptions from a checkpoint at step > 0,
-    jobs with fewer such resumptions than checkpoints or with resumed steps going back), from
-    the exit files and the jobs' ``log.txt`` (:data:`RESUMED`). An attempt stopped before it
-    could checkpoint (killed while still importing, or with its node) restarts from scratch
-    legitimately: only a checkpoint must never be lost."""
+    """(attempts that checkpointed and exited 75, resumptions from a checkpoint, jobs with
+    fewer resumptions than checkpoints or with resumed steps going back), from the exit files
+    and the jobs' ``log.txt`` (:data:`RESUMED`; a job stopped before its first step checkpoints
+    step 0 and resumes from it). An attempt stopped before it could checkpoint (killed while
+    still importing, or with its node) restarts from scratch legitimately: only a checkpoint
+    must never be lost."""
     checkpointed = resumed = 0
     lost = []
     for job, job_codes in sorted(codes.items()):
         log = jobs_root / "jobs" / job / "log.txt"
         steps = [int(s) for s in RESUMED.findall(log.read_text() if log.exists() else "")]
-        later = [s for s in steps if s > 0]
         stops = job_codes.count(EXIT_CHECKPOINTED)
         checkpointed += stops
-        resumed += len(later)
-        if len(later) < stops or later != sorted(later):
+        resumed += len(steps)
+        if len(steps) < stops or steps != sorted(steps):
             lost.append(f"{job}: exits {job_codes}, resumed at steps {steps}")
     return checkpointed, resumed, lost
