@@ -1,11 +1,12 @@
 """Average JCT of elastic policies on the Pollux workloads, with ratios to Tiresias.
 
 Runs tiresias (dlsched's thresholds, and the Pollux artifact's 57,600 GPU-s threshold as
-``tiresias-57.6k``), optimus, pollux and ones on ``workload-1..8`` of the Pollux evaluation
-(``../shared/traces/pollux-workloads/workloads``) on the ``pollux`` cluster (16 x 4 T4), and
-prints one JSON line per run and a Markdown table. Published Pollux-artifact figures for
-workload-6 (Qiao et al., OSDI'21 artifact): Tiresias 3,469.69 s, Optimus 5,301.88 s, Pollux
-2,446.13 s.
+``tiresias-57.6k``), optimus (remaining work from its fitted loss curve; and, as the Pollux
+artifact's Optimus does, from the epochs left: ``optimus-epochs``), pollux and ones on
+``workload-1..8`` of the Pollux evaluation (``../shared/traces/pollux-workloads/workloads``)
+on the ``pollux`` cluster (16 x 4 T4), and prints one JSON line per run and a Markdown table.
+Published Pollux-artifact figures for workload-6 (Qiao et al., OSDI'21 artifact): Tiresias
+3,469.69 s, Optimus 5,301.88 s, Pollux 2,446.13 s.
 
     python bench/elastic_workloads.py [--workloads 1,2,...] [--policies tiresias,...]
 """
@@ -27,6 +28,7 @@ POLICIES = {
     "tiresias": ("tiresias", {}),
     "tiresias-57.6k": ("tiresias", {"thresholds": "57600"}),
     "optimus": ("optimus", {}),
+    "optimus-epochs": ("optimus", {"remaining": "epochs"}),
     "pollux": ("pollux", {}),
     "ones": ("ones", {}),
 }

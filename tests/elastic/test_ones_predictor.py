@@ -10,37 +10,7 @@ from scipy.stats import beta
 
 from dlsched.elastic.ones_predictor import BetaProgressPredictor
 from dlsched.elastic.perfbook import PerfBook
-from dlsched.elastic.types import JobInfo
-from dlsched.perf.profiles import load_profile
-
-
-def job_at(index: int, app: str, epochs: int) -> JobInfo:
-    """``app`` after ``epochs`` epochs of its first validation curve."""
-    curve = load_profile(app).validation[0]
-    size = float(curve.iteration[0] * curve.global_bsz)
-    eff = PerfBook().efficiency(app)
-    return JobInfo(
-        name=f"{app}-{index}",
-        index=index,
-        application=app,
-        submit_time=0.0,
-        requested_gpus=1,
-        requested_bsz=curve.global_bsz,
-        attained_service=0.0,
-        progress=0.0,
-        total_progress=eff.total_progress,
-        epoch=epochs,
-        num_epochs=eff.num_epochs,
-        samples=size * epochs,
-        allocation=None,
-        restarts=0,
-        last_change=None,
-        epoch_at_change=0,
-        max_gpus_seen=0,
-        epoch_size=size,
-        metrics=tuple(curve.metric[:epochs]),
-        samples_at_epoch=tuple(size * (k + 1) for k in range(epochs)),
-    )
+from tests.elastic.helpers import job_at
 
 
 def trained() -> BetaProgressPredictor:

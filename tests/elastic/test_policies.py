@@ -7,10 +7,11 @@ import pyarrow as pa
 import pytest
 
 from dlsched.cluster.parse import resolve_cluster
+from dlsched.elastic.policies.optimus import Optimus
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
 from dlsched.elastic.run import run_elastic
 from dlsched.trace.schema import Trace
-from tests.elastic.helpers import specs, trace_of
+from tests.elastic.helpers import job_at, specs, trace_of
 
 SMALL = [("ncf", 0.0, 2), ("ncf", 60.0, 4), ("cifar10", 90.0, 2), ("ncf", 200.0, 1)]
 
@@ -88,3 +89,12 @@ def test_unknown_application_is_named() -> None:
     bad = trace.table.set_column(column, "application", pa.array(["resnet"]))
     with pytest.raises(ValueError, match=r"job 'ncf-0': application: unknown application 'resnet'"):
         run_elastic(Trace(bad, "t.csv"), resolve_cluster("2x4"), "fifo")
+
+
+def test_optimus_remaining_work_option() -> None:
+    with pytest.raises(ValueError, match="remaining: expected 'fit' or 'epochs'"):
+        create_elastic_policy("optimus", {"remaining": "oracle"})
+    policy = create_elastic_policy("optimus", {"remaining": "epochs"})
+    assert isinstance(policy, Optimus)
+    job = job_at(0, "cifar10", 3)
+    assert policy.remaining_examples(job) == job.epoch_size * (job.num_epochs - 3)

@@ -43,10 +43,18 @@ _PROFILED = (1, 2, 4, 8, 16)
 class Optimus(ElasticPolicy):
     name = "optimus"
     description = "marginal-gain GPUs at a fixed batch (Optimus loss-curve and PS speed models)"
+    remaining: str = "fit"
+    """How remaining work is estimated: ``fit`` (the loss curve, as Optimus does) or ``epochs``
+    (the examples of the epochs left, known from the profiles, as the Pollux artifact's
+    Optimus does)."""
     _speed: dict[tuple[str, int], PsSpeedModel] = field(default_factory=dict, init=False)
     _curves: dict[int, tuple[int, LossCurve | None, float]] = field(
         default_factory=dict, init=False
     )
+
+    def __post_init__(self) -> None:
+        if self.remaining not in ("fit", "epochs"):
+            raise ValueError(f"remaining: expected 'fit' or 'epochs', got {self.remaining!r}")
 
     def _speed_model(self, job: JobInfo) -> PsSpeedModel:
         key = (job.application, job.requested_bsz)
@@ -70,9 +78,12 @@ class Optimus(ElasticPolicy):
         return found
 
     def remaining_examples(self, job: JobInfo) -> float:
-        """Estimated examples still to process (module docstring). The loss curve is refit
-        when the job has a quarter more epochs observed than at its last fit."""
+        """Estimated examples still to process (module docstring; with ``remaining="epochs"``
+        always the examples of the epochs left). The loss curve is refit when the job has a
+        quarter more epochs observed than at its last fit."""
         fallback = job.epoch_size * max(job.num_epochs - job.epoch, 0)
+        if self.remaining == "epochs":
+            return fallback
         seen = len(job.metrics)
         fitted = self._curves.get(job.index)
         if seen >= 3 and (fitted is None or seen >= 1.25 * fitted[0]):
