@@ -2,6 +2,8 @@
 
 ``python bench/smd_gap.py --instances 50 --seed 0`` prints one JSON line
 ``{"instances": N, "mean_gap": x, "max_gap": y}`` (gaps as fractions of the optimum).
+``--load-budget 0`` turns off the enumeration of load vectors, leaving SMD's load
+neighbourhood search (what runs on clusters too large to enumerate).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import random
 
 from dlsched.ps.instances import gap, random_instance
+from dlsched.ps.smd import SmdConfig
 
 
 def main() -> None:
@@ -19,10 +22,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-jobs", type=int, default=6)
     parser.add_argument("--max-machines", type=int, default=4)
+    parser.add_argument("--load-budget", type=int, default=SmdConfig().load_budget)
     args = parser.parse_args()
+    config = SmdConfig(load_budget=args.load_budget)
     rng = random.Random(args.seed)
     gaps = [
-        gap(random_instance(rng, args.max_jobs, args.max_machines))[2]
+        gap(random_instance(rng, args.max_jobs, args.max_machines), config)[2]
         for _ in range(args.instances)
     ]
     print(

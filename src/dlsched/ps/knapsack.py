@@ -5,7 +5,8 @@ Three solvers share one input (:class:`Knapsack`) and a feasible starting choice
 (which they never do worse than):
 
 - :func:`solve_exact`: depth-first branch-and-bound; the bound adds each undecided item's
-  cheapest option. Exact unless it hits ``node_limit`` (then it says so).
+  cheapest option that still fits what is left. Exact unless it hits ``node_limit`` (then it
+  says so).
   :func:`solve_exact_below` is the same search with no starting choice, only a cost to beat.
 - :func:`solve_lp`: the LP relaxation solved by HiGHS (``scipy.optimize.linprog``), rounded
   item by item in order of the LP's confidence, keeping the choice feasible, then improved
@@ -93,9 +94,12 @@ def _branch(
     n = len(k.costs)
     spread = [float(c.max() - c.min()) for c in k.costs]
     items = sorted(range(n), key=lambda i: -spread[i])
+    # Every item's options in cost order, all items in one array: at each node one vectorized
+    # test finds each undecided item's cheapest option that still fits.
     orders = [np.argsort(k.costs[i], kind="stable") for i in items]
-    mins = [float(k.costs[i].min()) for i in items]
-    suffix = np.concatenate([np.cumsum(mins[::-1])[::-1], [0.0]])
+    costs = np.concatenate([k.costs[i][o] for i, o in zip(items, orders, strict=True)])
+    uses = np.vstack([k.uses[i][o] for i, o in zip(items, orders, strict=True)])
+    offsets = np.concatenate([[0], np.cumsum([o.size for o in orders])])
     best_cost = bound
     best = incumbent
     current = [0] * n
@@ -109,21 +113,23 @@ def _branch(
                 best_cost = cost
                 best = list(current)
             return
+        lo, hi = int(offsets[depth]), int(offsets[depth + 1])
+        fits = np.all(uses[lo:] <= free + _EPS, axis=1)
+        cheapest = np.minimum.reduceat(np.where(fits, costs[lo:], np.inf), offsets[depth:-1] - lo)
+        rest = float(cheapest[1:].sum())
+        if cost + float(cheapest[0]) + rest >= best_cost - 1e-12:
+            return  # also when some undecided item has no option left that fits
         i = items[depth]
-        order = orders[depth]
-        fits = np.all(k.uses[i][order] <= free + _EPS, axis=1)
-        for o, ok in zip(order, fits, strict=True):
-            c = cost + float(k.costs[i][o])
-            if c + suffix[depth + 1] >= best_cost - 1e-12:
+        for j in np.flatnonzero(fits[: hi - lo]):
+            c = cost + float(costs[lo + j])
+            if c + rest >= best_cost - 1e-12:
                 break  # options are in cost order: none further can do better
-            if not ok:
-                continue
             nodes += 1
             if nodes > node_limit:
                 exhausted = False
                 return
-            current[i] = int(o)
-            visit(depth + 1, free - k.uses[i][o], c)
+            current[i] = int(orders[depth][j])
+            visit(depth + 1, free - uses[lo + j], c)
             if not exhausted:
                 return
 

@@ -18,7 +18,8 @@ of its solution from above, and at K = the optimum's own loads its value is the 
   one task's worth moved between two machines; each solved exactly (no starting choice needed,
   since the current one may not fit the new loads), then :func:`descend`, while that helps.
 - :func:`enumerate_loads`: every load vector of the box (when it is small), pruned by the sum
-  of each job's cheapest admissible option; with exact subproblems the result is the optimum.
+  of each job's cheapest admissible option; with every subproblem solved to the end the result
+  is the optimum.
 """
 
 from __future__ import annotations
