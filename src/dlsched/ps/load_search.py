@@ -15,8 +15,9 @@ of its solution from above, and at K = the optimum's own loads its value is the 
 - :func:`descend`: re-solve at the loads of the current choice. The current choice is feasible
   there at its true value, so the true objective never rises; stop when it does not fall.
 - :func:`neighbours`: one machine's load one lower or higher, two machines' one lower each, or
-  one task's worth moved between two machines; each solved exactly (no starting choice needed,
-  since the current one may not fit the new loads), then :func:`descend`, while that helps.
+  one task's worth moved between two machines; each solved exactly below the current value (no
+  starting choice needed, since the current one may not fit the new loads), then
+  :func:`descend`, while that helps.
 - :func:`enumerate_loads`: every load vector of the box (when it is small), pruned by the sum
   of each job's cheapest admissible option; with every subproblem solved to the end the result
   is the optimum.
@@ -121,8 +122,9 @@ def neighbours(
     node_limit: int,
     rounds: int,
 ) -> tuple[list[int], float]:
-    """Move to the first load change (:func:`_moves`) whose exact subproblem, after
-    :func:`descend`, beats ``value``; repeat at most ``rounds`` times."""
+    """Move to the first load change (:func:`_moves`) whose exact subproblem has a choice
+    cheaper than ``value`` (so its true objective is too), descend from it, and repeat at
+    most ``rounds`` times."""
     current = list(choice)
     for _ in range(rounds):
         loads = problem.loads(current)
@@ -131,7 +133,10 @@ def neighbours(
             trial_loads = loads + delta
             if np.any(trial_loads < 0) or np.any(trial_loads > problem.max_loads):
                 continue
-            found, _ = solve_exact_below(problem.knapsack(trial_loads), np.inf, node_limit)
+            k = problem.knapsack(trial_loads)
+            if _floor(k) >= value - _TOL * max(1.0, value):
+                continue
+            found, _ = solve_exact_below(k, value, node_limit)
             if found is None:
                 continue
             trial, trial_value = descend(
@@ -143,6 +148,18 @@ def neighbours(
         if not moved:
             break
     return current, value
+
+
+def _floor(k: Knapsack) -> float:
+    """Sum of each item's cheapest option that fits the empty knapsack (inf if one has none):
+    no choice costs less."""
+    floor = 0.0
+    for costs, uses in zip(k.costs, k.uses, strict=True):
+        fits = np.all(uses <= k.capacity + 1e-9, axis=1)
+        if not fits.any():
+            return np.inf
+        floor += float(costs[fits].min())
+    return floor
 
 
 def _moves(machines: int) -> list[FloatArray]:
@@ -176,14 +193,7 @@ def enumerate_loads(
             continue
         loads = np.array(combo, dtype=float)
         k = problem.knapsack(loads)
-        floor = 0.0
-        for costs, uses in zip(k.costs, k.uses, strict=True):
-            fits = np.all(uses <= k.capacity + 1e-9, axis=1)
-            if not fits.any():
-                floor = np.inf
-                break
-            floor += float(costs[fits].min())
-        if floor >= best_value - _TOL * max(1.0, best_value):
+        if _floor(k) >= best_value - _TOL * max(1.0, best_value):
             continue
         found, finished = solve_exact_below(k, best_value, node_limit)
         exact = exact and finished
