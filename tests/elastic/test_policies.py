@@ -3,15 +3,23 @@ Themis's finish-time fairness show on workloads built to exercise them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
 import pyarrow as pa
 import pytest
 
 from dlsched.cluster.parse import resolve_cluster
+from dlsched.elastic.perfbook import PerfBook
+from dlsched.elastic.policies.ones import Ones
 from dlsched.elastic.policies.optimus import Optimus
+from dlsched.elastic.policy import same_gpus
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
 from dlsched.elastic.run import run_elastic
+from dlsched.elastic.simulator import ElasticConfig, ElasticSimulator
+from dlsched.elastic.types import Allocation, JobInfo
 from dlsched.trace.schema import Trace
-from tests.elastic.helpers import job_at, specs, trace_of
+from tests.elastic.helpers import MIXED, job_at, specs, trace_of, view
 
 SMALL = [("ncf", 0.0, 2), ("ncf", 60.0, 4), ("cifar10", 90.0, 2), ("ncf", 200.0, 1)]
 
@@ -98,3 +106,29 @@ def test_optimus_remaining_work_option() -> None:
     assert isinstance(policy, Optimus)
     job = job_at(0, "cifar10", 3)
     assert policy.remaining_examples(job) == job.epoch_size * (job.num_epochs - 3)
+
+
+@dataclass
+class HoldChecked(Ones):
+    """ONES, checking each answer: a running job's GPUs change only after an epoch and
+    ``hold_s`` since its last change."""
+
+    violations: list[str] = field(default_factory=list)
+
+    def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
+        answer = super().decide(now, jobs)
+        for j in jobs:
+            new = answer.get(j.name)
+            if j.allocation is None or same_gpus(j.allocation, new):
+                continue
+            assert j.last_change is not None
+            if j.epoch - j.epoch_at_change < 1 or now - j.last_change < self.hold_s:
+                self.violations.append(f"{j.name} at {now}")
+        return answer
+
+
+def test_ones_moves_a_running_job_only_after_an_epoch_and_the_hold() -> None:
+    policy = HoldChecked(hold_s=120.0)
+    jobs = specs(MIXED)
+    ElasticSimulator(jobs, view("2x4"), policy, ElasticConfig(), PerfBook()).run()
+    assert policy.violations == []
