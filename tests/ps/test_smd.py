@@ -11,7 +11,7 @@ import pytest
 from dlsched.ps.brute import brute_force
 from dlsched.ps.instances import gap, random_instance
 from dlsched.ps.objective import objective
-from dlsched.ps.placement import capacity, usage
+from dlsched.ps.placement import capacity, usage, usages
 from dlsched.ps.smd import SmdConfig, solve
 
 
@@ -61,3 +61,10 @@ def test_brute_force_beats_every_single_option_change() -> None:
 def test_unknown_solver_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown solver"):
         SmdConfig(solver="magic")
+
+
+def test_usages_match_usage_option_by_option() -> None:
+    instance = random_instance(random.Random(11))
+    for job, options in zip(instance.jobs, instance.candidates, strict=True):
+        expected = np.array([usage(job, o).ravel() for o in options])
+        assert np.array_equal(usages(job, options), expected)

@@ -55,6 +55,17 @@ def usage(job: PsJob, option: Option) -> FloatArray:
     return w * _vector(worker) + s * _vector(server)
 
 
+def usages(job: PsJob, options: Sequence[Option]) -> FloatArray:
+    """:func:`usage` of each of ``options``, flattened: row o is ``usage(job, options[o])
+    .ravel()``."""
+    workers = np.array([o.workers for o in options], dtype=float)
+    servers = np.array([o.servers for o in options], dtype=float)
+    server = np.array([_vector(job.server(p)) for p in servers.sum(axis=1).astype(int)])
+    out = workers[:, :, None] * _vector(job.worker)[None, None, :]
+    out += servers[:, :, None] * server[:, None, :]
+    return np.asarray(out.reshape(len(options), -1), dtype=float)
+
+
 def place(
     job: PsJob,
     workers: int,

@@ -32,7 +32,7 @@ from dlsched.ps.knapsack import Knapsack, KnapsackResult, solve_exact, solve_gre
 from dlsched.ps.load_search import LoadProblem, box_size, descend, enumerate_loads, neighbours
 from dlsched.ps.machines import Machine
 from dlsched.ps.objective import Evaluator
-from dlsched.ps.placement import Option, capacity, usage
+from dlsched.ps.placement import Option, capacity, usages
 
 SOLVERS = ("auto", "exact", "lp", "greedy")
 
@@ -95,9 +95,7 @@ def solve(
     if not jobs:
         return SmdResult((), 0.0, 0, "none")
     index = [list(c).index(b) for c, b in zip(candidates, base, strict=True)]
-    uses = [
-        np.array([usage(j, o).ravel() for o in c]) for j, c in zip(jobs, candidates, strict=True)
-    ]
+    uses = [usages(j, c) for j, c in zip(jobs, candidates, strict=True)]
     cap = capacity(machines).ravel()
     evaluator = Evaluator(jobs, remaining, machines)
     method = _method(config, len(jobs))
