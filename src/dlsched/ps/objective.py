@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from dlsched.ps.job import PsJob
 from dlsched.ps.machines import Machine
 from dlsched.ps.placement import Option
@@ -21,10 +23,11 @@ from dlsched.ps.placement import Option
 
 def task_counts(options: Sequence[Option], machines: int) -> list[int]:
     """Tasks per machine over all ``options``."""
-    counts = [0] * machines
-    for option in options:
-        for m, k in enumerate(option.tasks()):
-            counts[m] += k
+    if not options:
+        return [0] * machines
+    workers = np.array([o.workers for o in options], dtype=np.int64).sum(axis=0)
+    servers = np.array([o.servers for o in options], dtype=np.int64).sum(axis=0)
+    counts: list[int] = (workers + servers).tolist()
     return counts
 
 

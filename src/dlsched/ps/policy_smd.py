@@ -49,6 +49,8 @@ class SmdPolicy:
             return state.job.weight / (state.remaining * alone.seconds(state.job))
 
         for state in sorted(jobs, key=lambda s: (-priority(s), s.job.job_id)):
+            if not np.any(free[:, 0] >= state.job.worker.gpus):
+                continue  # no machine has a GPU left for its worker
             option = first_fit(state.job, 1, 1, machines, free, state.option)
             if option is not None:
                 admitted.append(state)
