@@ -43,8 +43,10 @@ class SmdConfig:
     ``node_limit`` nodes) up to ``exact_jobs`` jobs, LP rounding up to ``lp_jobs``, greedy
     beyond. With the exact solver every load vector is enumerated when there are at most
     ``load_budget`` of them (:mod:`dlsched.ps.load_search`), else the load neighbourhood is
-    searched. Local search moves single jobs up to ``polish_jobs`` jobs, and pairs of jobs up to
-    ``exact_jobs`` jobs when the pairs' option combinations number at most ``pair_budget``."""
+    searched on clusters of at most ``neighbour_machines`` machines (its moves grow with the
+    square of the machines). Local search moves single jobs up to ``polish_jobs`` jobs, and
+    pairs of jobs up to ``exact_jobs`` jobs when the pairs' option combinations number at most
+    ``pair_budget``."""
 
     solver: str = "auto"
     max_iterations: int = 8
@@ -54,13 +56,15 @@ class SmdConfig:
     pair_budget: int = 5_000
     node_limit: int = 5_000
     load_budget: int = 3_000
+    neighbour_machines: int = 16
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
             raise ValueError(f"unknown solver {self.solver!r}; known: {', '.join(SOLVERS)}")
         if self.max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
-        for name in ("exact_jobs", "lp_jobs", "polish_jobs", "pair_budget", "load_budget"):
+        budgets = ("exact_jobs", "lp_jobs", "polish_jobs", "pair_budget", "load_budget")
+        for name in (*budgets, "neighbour_machines"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.node_limit < 1:
@@ -132,7 +136,7 @@ def solve(
     if method == "exact":
         if box_size(problem) <= config.load_budget:
             best, best_obj, optimal = enumerate_loads(problem, best, best_obj, config.node_limit)
-        else:
+        elif len(machines) <= config.neighbour_machines:
             best, best_obj = neighbours(
                 problem, best, best_obj, step, config.node_limit, config.max_iterations
             )
