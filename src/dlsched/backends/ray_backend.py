@@ -380,7 +380,7 @@ class RayBackend(FileBackedBackend):
                 code = self._ray.get(proc.wait_ref)
             except Exception as exc:  # an actor's death, in any form
                 found, code = self._read_exit(rid)
-                if not found and proc.kill_at is None:
+                if not found:
                     text = str(exc).strip()
                     proc.died_at = now
                     proc.death = text.splitlines()[0] if text else type(exc).__name__
@@ -426,10 +426,16 @@ class RayBackend(FileBackedBackend):
             self._finish(proc, code)
 
     def _judge_death(self, proc: RayProc, now: float) -> None:
-        """The actor died unasked on nodes Ray still lists: ``actor_died`` if none of them is
-        declared dead within :data:`NODE_LOSS_WAIT_S` (a lost node is reported as
-        ``node_lost`` by :meth:`_refresh` as soon as Ray drops it)."""
+        """The actor died unasked (this back end kills actors only after a request ended) on
+        nodes Ray still lists. A lost node is reported as ``node_lost`` by :meth:`_refresh` as
+        soon as Ray drops it; until then a request being stopped ends as stopped once its
+        forced stop would have ended it, any other as ``actor_died`` after
+        :data:`NODE_LOSS_WAIT_S`."""
         assert proc.died_at is not None
+        if proc.kill_at is not None:
+            if now >= proc.kill_at + FORCE_AFTER_S:
+                self._finish(proc, None)
+            return
         if now - proc.died_at >= NODE_LOSS_WAIT_S:
             self._fail(proc, "actor_died", f"the job's Ray actor died: {proc.death}")
 
