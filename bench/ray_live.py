@@ -8,8 +8,8 @@
    --ray-address ...`` (policy options through ``--policy-opt``), submit the jobs of
    :func:`sim_vs_live.workload` (``dlsched.workloads.train``) at their arrival times, and wait
    until all are final (:mod:`dlsched.testing.live_run`). ``--kill-node NODE --kill-at T`` kills
-   that node's raylet T seconds into each run (fault injection: its jobs die with it) and
-   starts the node again after the run.
+   that node's raylet in each run at the first poll at least T seconds in when jobs hold GPUs
+   there (fault injection: its jobs die with it), and starts the node again after the run.
 3. Check and print: every job COMPLETED; exactly once (one attempt of each job exited 0, from
    the back end's exit files); no GPU held by two jobs at once (from the jobs' own
    ``gpu_log.txt``: node names and the ``CUDA_VISIBLE_DEVICES`` Ray gave them); every
@@ -73,6 +73,8 @@ def run_policy(cluster_file: Path, policy: str, args: argparse.Namespace) -> dic
                 for j in service.call("GET", "/jobs")
                 if j["state"] in ("RUNNING", "PREEMPTING") and args.kill_node in (j["nodes"] or [])
             ]
+            if not victims:
+                return  # a node without jobs would test nothing: wait until some run there
             remove_node_here(args.kill_node)
             killed.update(at_s=round(elapsed, 1), jobs_on_node=victims)
             print(
@@ -178,7 +180,9 @@ def main() -> int:
     p.add_argument("--mean-gap", type=float, default=2.0, help="mean seconds between arrivals")
     p.add_argument("--timeout", type=float, default=1200.0)
     p.add_argument("--kill-node", default=None, help="Ray node to kill mid-run")
-    p.add_argument("--kill-at", type=float, default=30.0, help="seconds into each run")
+    p.add_argument(
+        "--kill-at", type=float, default=30.0, help="earliest second of each run to kill it"
+    )
     p.add_argument("--out", type=Path, default=Path("runs/ray_live"))
     p.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
