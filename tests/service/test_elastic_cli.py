@@ -1,5 +1,6 @@
 """``dlsched submit --elastic`` against a real service running an elastic policy (uvicorn on
-127.0.0.1, fake back end): the job's elastic fields reach the store, bad ones are refused."""
+127.0.0.1, fake back end), on a SQLite file and on PostgreSQL: the job's elastic fields reach
+the store, bad ones are refused."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[list[str], Service]]:
+def server(tmp_path: Path, db_url: str) -> Iterator[tuple[list[str], Service]]:
     config = ServiceConfig(
         cluster="2x4",
-        policy="pollux",
+        policy="ones",
         backend="fake",
-        db=tmp_path / "state.db",
+        db=db_url,
+        token_file=tmp_path / "token",
+        work_dir=tmp_path / "jobs",
         round_s=0.2,
         poll_s=0.05,
     )

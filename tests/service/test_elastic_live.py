@@ -52,9 +52,9 @@ def report(clock: Clock) -> Any:
 
 
 class Live:
-    def __init__(self, tmp: Path, policy: str, cluster: str = "1x4") -> None:
+    def __init__(self, tmp: Path, policy: str, cluster: str = "1x4", db: str | None = None) -> None:
         self.clock = Clock()
-        self.store = Store(tmp / "state.db")
+        self.store = Store(db or tmp / "state.db")
         self.backend = FakeBackend(self.clock, status_of=report(self.clock))
         ctl = build_controller(
             create_service_policy(policy, {}),
@@ -116,8 +116,8 @@ def check_no_double_booking(live: Live) -> None:
 
 
 @pytest.mark.parametrize("policy", ["pollux", "ones"])
-def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str) -> None:
-    live = Live(tmp_path, policy)
+def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str, db_url: str) -> None:
+    live = Live(tmp_path, policy, db=db_url)
     seq = live.submit("grow")
     live.run()
     runs = runs_of(live, f"j{seq}")
@@ -130,7 +130,9 @@ def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str) ->
         # and the new one runs with a new GPU count and the batch recorded for it.
         assert before.exit_code == 75 and before.end <= after.begin
         assert before.request.num_gpus != after.request.num_gpus
-        size = live.ctl.book.attempt(seq, int(after.request.request_id.split(".")[1]))
+        size = live.ctl.book.attempt(
+            seq, int(after.request.request_id.split(".")[1]), live.ctl.service_id
+        )
         assert size is not None
         assert (size.gpus, size.batch_size) == (after.request.num_gpus, after.request.batch_size)
     assert runs[-1].exit_code == 0
@@ -254,8 +256,8 @@ def test_a_rigid_service_refuses_elastic_jobs(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path) -> None:
-    live = Live(tmp_path, "pollux", cluster="2x4")
+def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path, db_url: str) -> None:
+    live = Live(tmp_path, "pollux", cluster="2x4", db=db_url)
     seqs = [live.submit(f"j{i}", gpus=1 + i % 2, max_gpus=4) for i in range(4)]
     for _ in range(4):
         live.ctl.step()
@@ -280,7 +282,7 @@ def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path) -> 
         assert kinds.count("completed") == 1
         for run in runs_of(live, f"j{seq}"):
             attempt = int(run.request.request_id.split(".")[1])
-            size = again.book.attempt(seq, attempt)
+            size = again.book.attempt(seq, attempt, again.service_id)
             assert size is not None and size.batch_size == run.request.batch_size
     check_no_double_booking(live)
 

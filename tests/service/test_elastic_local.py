@@ -54,7 +54,7 @@ def live(tmp_path: Path) -> Iterator[tuple[Store, LocalBackend, ElasticControlle
         resolve_cluster("1x4"),
         # A 1-s restart delay in Pollux's re-allocation factor: the jobs grow within seconds.
         create_elastic_policy("pollux", {"restart_delay_s": "1"}),
-        ElasticBook(tmp_path / "state.db"),
+        ElasticBook(store),
         grace_s=20.0,
         interval_s=3.0,
     )
@@ -106,7 +106,7 @@ def test_pollux_resizes_a_training_job_that_resumes_from_its_checkpoint(
         started = [(t, d["attempt"]) for t, k, d in store.events(seq) if k == "started"]
         assert len(runs) <= len(started) == rows[seq].restarts + 1
         attempts = [max(a for t, a in started if t <= run.start) for run in runs]
-        sizes = [ctl.book.attempt(seq, a) for a in attempts]
+        sizes = [ctl.book.attempt(seq, a, ctl.service_id) for a in attempts]
         assert all(size is not None for size in sizes)
         assert [len(r.gpus) for r in runs] == [s.gpus for s in sizes if s is not None]
         assert len({(s.gpus, s.batch_size) for s in sizes if s is not None}) > 1, sizes

@@ -40,7 +40,7 @@ from dlsched.service.store_url import (
     StoreUrlError,
     parse_store_url,
 )
-from tests.service.postgres import PostgresServer, server_bin_dir
+from tests.service.postgres import PostgresServer
 
 JOB = NewJob("train", "alice", 2, ("python", "-c", "print(1)"), batch_size=32)
 
@@ -55,22 +55,6 @@ class Db:
     db: str
     raw: Callable[[str, tuple[Any, ...]], None]
     integrity_error: type[Exception]
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
-    bin_dir = server_bin_dir()
-    if bin_dir is None:
-        pytest.skip(
-            "PostgreSQL server binaries (initdb, pg_ctl) not found under "
-            "/usr/lib/postgresql/*/bin or on PATH; apt-get install -y postgresql"
-        )
-    server = PostgresServer(bin_dir)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
 
 
 def _sqlite_db(tmp_path: Path) -> Db:
@@ -326,6 +310,53 @@ def test_unreachable_postgres_is_a_clear_error() -> None:
         port = bound.getsockname()[1]
         with pytest.raises(StoreError, match=r"postgresql://u:\*\*\*@127\.0\.0\.1.*cannot connect"):
             Store(f"postgresql://u:secret@127.0.0.1:{port}/db")
+
+
+def test_serve_reports_an_unreachable_postgres_as_a_user_error(tmp_path: Path) -> None:
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        result = CliRunner().invoke(
+            app,
+            [
+                "serve",
+                "--db",
+                f"postgresql://u:secret@127.0.0.1:{port}/db",
+                "--backend",
+                "fake",
+                "--token-file",
+                str(tmp_path / "t.token"),
+                "--work-dir",
+                str(tmp_path / "jobs"),
+            ],
+        )
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert f"error: postgresql://u:***@127.0.0.1:{port}/db: cannot connect" in result.output
+    assert "secret" not in result.output and "Traceback" not in result.output
+
+
+def test_serve_reports_a_newer_schema_as_a_user_error(backend: Db, tmp_path: Path) -> None:
+    Store(backend.db).close()
+    backend.raw("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
+    result = CliRunner().invoke(
+        app,
+        [
+            "serve",
+            "--db",
+            backend.db,
+            "--backend",
+            "fake",
+            "--token-file",
+            str(tmp_path / "t.token"),
+            "--work-dir",
+            str(tmp_path / "jobs"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert f"schema version {SCHEMA_VERSION + 1} is newer" in result.output
+    assert "upgrade dlsched" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.parametrize(

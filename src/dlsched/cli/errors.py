@@ -10,9 +10,17 @@ from rich.console import Console
 from rich.markup import escape
 
 from dlsched.metrics.rundir import RunDirError
+from dlsched.service.store_dialect import StoreError
 from dlsched.trace.errors import TraceError
 
-USER_ERRORS = (TraceError, RunDirError, ValueError, FileNotFoundError, IsADirectoryError)
+USER_ERRORS = (
+    TraceError,
+    RunDirError,
+    StoreError,
+    ValueError,
+    FileNotFoundError,
+    IsADirectoryError,
+)
 BAD_ROWS_HINT = "pass --skip-bad-rows to drop the rejected rows (their count is reported)"
 
 

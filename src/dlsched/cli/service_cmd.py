@@ -102,6 +102,20 @@ def serve(
     grace: Annotated[
         float, typer.Option(help="Seconds a preempted job has to checkpoint before SIGKILL.")
     ] = 30.0,
+    service_id: Annotated[
+        str | None,
+        typer.Option(
+            help="This service's id among services sharing the --db (default: kept in "
+            "<work-dir>/service-id)."
+        ),
+    ] = None,
+    lease: Annotated[
+        float,
+        typer.Option(
+            help="Seconds after its last heartbeat before other services take over "
+            "this service's jobs."
+        ),
+    ] = 60.0,
 ) -> None:
     """Run the live scheduler service (REST API, dashboard, control loop). Bad options (an
     unknown policy option, --ray-address without --backend ray) are reported before anything
@@ -126,6 +140,8 @@ def serve(
             work_dir=work_dir,
             round_s=round_s,
             grace_s=grace,
+            service_id=service_id,
+            lease_s=lease,
         )
         run_service(config, announce=lambda line: typer.echo(line))
 

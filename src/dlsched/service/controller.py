@@ -25,6 +25,15 @@ crash between the two is repaired by the next step: back-end calls are idempoten
   shutting down waits for a later cycle (the preempted job's exit triggers one);
 - requests the back end runs that belong to no job holding GPUs are stopped.
 
+Several services may share one store (see :mod:`dlsched.service.store`). A controller has a
+service id; the attempts it starts are recorded as its own, and its mirror holds only the jobs
+it owns and the pending ones: a job another service runs is, to this controller, gone (its GPUs
+are that service's). Every service schedules its own cluster from the one shared queue, and a
+start is a conditional update on the job being pending, so one service wins each attempt and the
+others see the job leave their queue. Every ``lease_s / 4`` seconds a controller renews its
+lease and requeues the jobs of services whose lease is older than ``lease_s`` (a service that
+died); a service restarted under the same id before its lease lapses adopts its own jobs.
+
 For non-preemptive policies the scheduler sees only waiting jobs in its queue (running jobs only
 hold their GPUs in the state); preemptive policies see running jobs as active jobs too.
 """
@@ -73,6 +82,10 @@ DEFAULT_GRACE_S = 30.0
 PROGRESS_SAVE_S = 10.0
 """How often (wall seconds) reported progress is written to the store: it is informational,
 kept in memory between saves, so thousands of running jobs cost no write per step."""
+DEFAULT_LEASE_S = 60.0
+"""How long a service's jobs stay its own after its last lease renewal."""
+_ELSEWHERE = "ELSEWHERE"
+"""The mirror's name for a job holding GPUs of another service."""
 _STOPPED_BY_US = (None, 128 + 15, 128 + 9)
 """Exit codes of a job that did not checkpoint but died of our SIGTERM or SIGKILL (as the
 local back end's shell wrapper reports them): it restarts from scratch or its last checkpoint."""
@@ -92,8 +105,17 @@ class Controller:
         clock: Callable[[], float] = time.time,
         grace_s: float = DEFAULT_GRACE_S,
         seed: int = 0,
+        service_id: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
+        if lease_s <= 0:
+            raise ValueError(f"lease_s (--lease): must be positive seconds, got {lease_s}")
         self.store = store
+        self.service_id = store.instance if service_id is None else service_id
+        """The owner this controller records on the attempts it starts."""
+        self.lease_s = lease_s
+        self.taken_over = 0
+        """Jobs of lapsed services this controller requeued."""
         self.backend = backend
         self.cluster = cluster
         self.policy = policy
@@ -128,6 +150,8 @@ class Controller:
         self._sched: Scheduler | None = None
         self._unsaved: set[int] = set()
         self._saved_at = time.monotonic()
+        self._renewed_at = clock()
+        store.renew_lease(self.service_id, self._renewed_at)
         self._event, rows = store.snapshot()
         for row in rows:
             self._mirror(row)
@@ -174,8 +198,11 @@ class Controller:
     def _mirror(self, row: JobRow) -> None:
         """Bring the mirror (rows, views, held GPUs) and the scheduler in line with ``row``."""
         seq = row.seq
+        state = row.state
+        if state in HOLDING and row.owner != self.service_id:
+            state = _ELSEWHERE
         old = self._held.get(seq)
-        new = self._placement(row.gpu_ids) if row.state in HOLDING else None
+        new = self._placement(row.gpu_ids) if state in HOLDING else None
         if old != new:
             if old is not None:
                 self._state.release(old, WHOLE, 0.0, 0.0)
@@ -191,7 +218,7 @@ class Controller:
                         self._cells[(n, g)] = seq
         before = self._rows.get(seq)
         was = before.state if before is not None else None
-        if row.state in (PENDING, RUNNING, PREEMPTING):
+        if state in (PENDING, RUNNING, PREEMPTING):
             self._rows[seq] = row
             self._rid[seq] = row.request_id
         else:
@@ -201,16 +228,19 @@ class Controller:
                 self._reported.pop(seq, None)
             self._status.pop(seq, None)
             self._unsaved.discard(seq)
-        if was != row.state:
-            self._transition(row, was, new)
+        if was != state:
+            self._transition(row, state, was, new)
 
-    def _transition(self, row: JobRow, was: str | None, placement: Placement | None) -> None:
-        """Tell the persistent scheduler about a state change, as the simulator does; a change
-        it has no notification for (a waiting job withdrawn, a job first seen running) makes
-        the next cycle rebuild it from the mirror instead."""
+    def _transition(
+        self, row: JobRow, state: str, was: str | None, placement: Placement | None
+    ) -> None:
+        """Tell the persistent scheduler about a change to ``state`` (the row's, or
+        ``_ELSEWHERE``), as the simulator does; a change it has no notification for (a waiting
+        job withdrawn or started by another service, a job first seen running) makes the next
+        cycle rebuild it from the mirror instead."""
         seq, now, sched = row.seq, self.clock(), self._sched
         view = self._views.get(seq)
-        if row.state == PENDING:
+        if state == PENDING:
             if was == RUNNING and view is not None:
                 view.stop(row.attained_gpu_s)
                 if sched is not None:
@@ -224,7 +254,7 @@ class Controller:
             return
         with self._lock:
             self._waiting.pop(seq, None)
-        if row.state == RUNNING:
+        if state == RUNNING:
             if was == PENDING and view is not None and placement is not None:
                 view.start(placement, row.run_start)
                 if sched is not None:
@@ -233,8 +263,8 @@ class Controller:
                 self._views[seq] = self._view(row, placement)
                 self._sched = None
         else:
-            # PREEMPTING or final: the job leaves the scheduler (a preempting job keeps its GPUs
-            # in the state until its process is gone, but is no longer schedulable).
+            # PREEMPTING, final or elsewhere: the job leaves the scheduler (a preempting job
+            # keeps its GPUs in the state until its process is gone, but is not schedulable).
             if was == RUNNING and view is not None:
                 if sched is not None:
                     sched.on_finished(view)
@@ -281,6 +311,7 @@ class Controller:
         cycle and reconcile its plan. Returns whether a cycle ran."""
         began = perf_counter()
         now = self.clock()
+        self._keep_lease(now)
         self._sync()
         changed = self._observe(now)
         if not (cycle or changed):
@@ -290,6 +321,15 @@ class Controller:
         self.cycles += 1
         self.metrics.cycle((perf_counter() - began) * 1000.0)
         return True
+
+    def _keep_lease(self, now: float) -> None:
+        """Renew this service's lease and take over the jobs of lapsed services, every
+        quarter lease."""
+        if now - self._renewed_at < self.lease_s / 4:
+            return
+        self._renewed_at = now
+        self.store.renew_lease(self.service_id, now)
+        self.taken_over += len(self.store.claim_lapsed(self.service_id, now, self.lease_s))
 
     def _observe(self, now: float) -> bool:
         """Settle exits, (re)launch and (re)terminate as the rules say; True if a job ended."""
@@ -383,7 +423,7 @@ class Controller:
                 sched.on_requeued(start.job, now)
                 continue
             gpu_ids = {self.node_names[n]: list(gs) for n, gs in start.placement}
-            new = self.store.mark_started(start.job.seq, gpu_ids, now)
+            new = self.store.mark_started(start.job.seq, gpu_ids, now, self.service_id)
             if new is None:
                 self._sched = None  # withdrawn meanwhile (cancelled): rebuild the queue
                 continue

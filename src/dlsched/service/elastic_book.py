@@ -2,41 +2,26 @@
 
 An elastic job carries its profiled application (the performance model the elastic policies
 use), the most GPUs it may get and its per-GPU batch; each launch of it records the batch it was
-started with. These live in two tables of the store's own SQLite file (``elastic_jobs``,
-``elastic_attempts``), written through a second connection, so the job store's schema is
-unchanged and a restarted service finds them again.
+started with. These live in two side tables of the job store (``elastic_jobs``,
+``elastic_attempts``, created with the store's schema), written through the store's own
+connection, so they work on SQLite and PostgreSQL alike and a restarted service finds them again.
 
 Contracts:
 - A job's spec is written once, right after the job is stored; :meth:`ElasticBook.spec`
   returns None for a job stored without one (the service stopped between the two writes).
 - An attempt's batch is written *before* the attempt is marked started, so a launch, or a
-  relaunch after a crash, always finds the batch it must run with.
+  relaunch after a crash, always finds the batch it must run with. It is recorded under the
+  service that starts the attempt: services sharing a database that race to start the same
+  attempt each record their own size, and the attempt reads the size of the one that won.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 from dlsched.elastic.perfbook import check_application
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS elastic_jobs (
-    seq INTEGER PRIMARY KEY,
-    application TEXT NOT NULL,
-    max_gpus INTEGER NOT NULL,
-    batch_size INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS elastic_attempts (
-    seq INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    gpus INTEGER NOT NULL,
-    batch_size INTEGER NOT NULL,
-    PRIMARY KEY (seq, attempt)
-);
-"""
+from dlsched.service.store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,58 +56,54 @@ class AttemptSize:
 
 
 class ElasticBook:
-    """The elastic tables of the store file at ``path`` (module docstring). Thread-safe."""
+    """The elastic tables of ``store`` (module docstring). Thread-safe."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, store: Store) -> None:
+        self._store = store
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            str(path), isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
         self._specs: dict[int, ElasticSpec] = {}
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
 
     def add(self, seq: int, spec: ElasticSpec) -> None:
         """Record job ``seq``'s spec (a second write for the same job is ignored)."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO elastic_jobs VALUES (?, ?, ?, ?)",
-                (seq, spec.application, spec.max_gpus, spec.batch_size),
-            )
+        self._store.write(
+            "INSERT INTO elastic_jobs (seq, application, max_gpus, batch_size) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (seq) DO NOTHING",
+            (seq, spec.application, spec.max_gpus, spec.batch_size),
+        )
 
     def spec(self, seq: int) -> ElasticSpec | None:
         """Job ``seq``'s spec, or None if it has none."""
-        found = self._specs.get(seq)
+        with self._lock:
+            found = self._specs.get(seq)
         if found is not None:
             return found
-        with self._lock:
-            r = self._db.execute(
-                "SELECT application, max_gpus, batch_size FROM elastic_jobs WHERE seq=?", (seq,)
-            ).fetchone()
+        r = self._store.read_one(
+            "SELECT application, max_gpus, batch_size FROM elastic_jobs WHERE seq=?", (seq,)
+        )
         if r is None:
             return None
-        found = self._specs[seq] = ElasticSpec(r[0], r[1], r[2])
+        found = ElasticSpec(r[0], r[1], r[2])
+        with self._lock:
+            self._specs[seq] = found
         return found
 
-    def set_attempt(self, seq: int, attempt: int, size: AttemptSize) -> None:
-        """Record the size attempt ``attempt`` of job ``seq`` starts with (replacing an earlier
-        record of the same attempt, which never launched)."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO elastic_attempts VALUES (?, ?, ?, ?)",
-                (seq, attempt, size.gpus, size.batch_size),
-            )
+    def set_attempt(self, seq: int, attempt: int, owner: str, size: AttemptSize) -> None:
+        """Record the size attempt ``attempt`` of job ``seq`` starts with if service ``owner``
+        starts it (replacing an earlier record of the same, which never launched)."""
+        self._store.write(
+            "INSERT INTO elastic_attempts (seq, attempt, owner, gpus, batch_size) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (seq, attempt, owner) DO UPDATE SET "
+            "gpus=excluded.gpus, batch_size=excluded.batch_size",
+            (seq, attempt, owner, size.gpus, size.batch_size),
+        )
 
-    def attempt(self, seq: int, attempt: int) -> AttemptSize | None:
-        """The size attempt ``attempt`` of job ``seq`` was started with, or None."""
-        with self._lock:
-            r = self._db.execute(
-                "SELECT gpus, batch_size FROM elastic_attempts WHERE seq=? AND attempt=?",
-                (seq, attempt),
-            ).fetchone()
+    def attempt(self, seq: int, attempt: int, owner: str | None) -> AttemptSize | None:
+        """The size attempt ``attempt`` of job ``seq``, started by service ``owner``, was
+        started with, or None."""
+        if owner is None:
+            return None
+        r = self._store.read_one(
+            "SELECT gpus, batch_size FROM elastic_attempts WHERE seq=? AND attempt=? AND owner=?",
+            (seq, attempt, owner),
+        )
         return None if r is None else AttemptSize(r[0], r[1])

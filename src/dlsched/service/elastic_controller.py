@@ -39,7 +39,7 @@ from dlsched.cluster.spec import ClusterSpec
 from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.types import Allocation
 from dlsched.policy.registry import create_policy
-from dlsched.service.controller import DEFAULT_GRACE_S, Controller
+from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S, Controller
 from dlsched.service.elastic_book import AttemptSize, ElasticBook, ElasticSpec
 from dlsched.service.elastic_driver import ElasticDriver, LiveElasticJob, per_gpu_batch, run_history
 from dlsched.service.records import COMPLETED, PENDING, RUNNING, GpuIds, JobRow
@@ -62,10 +62,20 @@ class ElasticController(Controller):
         grace_s: float = DEFAULT_GRACE_S,
         seed: int = 0,
         interval_s: float | None = None,
+        service_id: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
         # The rigid FIFO policy only serves admission checks and the queue ranks.
         super().__init__(
-            store, backend, cluster, create_policy("fifo"), clock=clock, grace_s=grace_s, seed=seed
+            store,
+            backend,
+            cluster,
+            create_policy("fifo"),
+            clock=clock,
+            grace_s=grace_s,
+            seed=seed,
+            service_id=service_id,
+            lease_s=lease_s,
         )
         self.book = book
         self.elastic_policy = policy
@@ -107,7 +117,7 @@ class ElasticController(Controller):
         """The attempt's request, with the batch recorded for it (the per-GPU batch the policy
         chose) when it has one."""
         request = super().request_for(row)
-        size = self.book.attempt(row.seq, row.attempt)
+        size = self.book.attempt(row.seq, row.attempt, row.owner)
         if size is None:
             return request
         return LaunchRequest(
@@ -137,7 +147,7 @@ class ElasticController(Controller):
                 continue
             batch = None
             if row.state == RUNNING:
-                size = self.book.attempt(seq, row.attempt)
+                size = self.book.attempt(seq, row.attempt, row.owner)
                 batch = size.batch_size if size else (row.batch_size or spec.batch_size)
             jobs.append(LiveElasticJob(row, spec, None, batch, self._status.get(seq)))
         self._finish_gone(now)
@@ -215,8 +225,8 @@ class ElasticController(Controller):
                 gpu_ids[node] = free[node][:count]
             else:
                 size = AttemptSize(want.num_gpus, per_gpu_batch(want))
-                self.book.set_attempt(row.seq, row.attempt + 1, size)
-                new = self.store.mark_started(row.seq, gpu_ids, now)
+                self.book.set_attempt(row.seq, row.attempt + 1, self.service_id, size)
+                new = self.store.mark_started(row.seq, gpu_ids, now, self.service_id)
                 if new is None:
                     continue
                 for node, gs in gpu_ids.items():

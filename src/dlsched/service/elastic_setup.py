@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from dlsched.backends.base import Backend
 from dlsched.cluster.spec import ClusterSpec
@@ -19,11 +18,10 @@ from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
 from dlsched.policy.base import Policy
 from dlsched.policy.registry import create_policy, policies
-from dlsched.service.controller import DEFAULT_GRACE_S, Controller
+from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S, Controller
 from dlsched.service.elastic_book import ElasticBook
 from dlsched.service.elastic_controller import ElasticController
 from dlsched.service.store import Store
-from dlsched.service.store_url import SqliteTarget
 
 ELASTIC_PREFIX = "elastic:"
 
@@ -46,18 +44,6 @@ def create_service_policy(policy: str, options: dict[str, str]) -> Policy | Elas
     return create_elastic_policy(elastic, options)
 
 
-def store_file(store: Store) -> Path:
-    """The SQLite file of ``store``; ValueError for a PostgreSQL store: the elastic tables
-    (:mod:`dlsched.service.elastic_book`) live in a SQLite file."""
-    target = store.target
-    if not isinstance(target, SqliteTarget):
-        raise ValueError(
-            f"--db {target.display}: elastic policies keep their job sizes in a SQLite store; "
-            "give a SQLite file, not a PostgreSQL URL"
-        )
-    return target.path
-
-
 def build_controller(
     policy: Policy | ElasticPolicy,
     store: Store,
@@ -67,22 +53,34 @@ def build_controller(
     clock: Callable[[], float] = time.time,
     grace_s: float = DEFAULT_GRACE_S,
     round_s: float | None = None,
+    service_id: str | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
 ) -> Controller:
     """The controller that runs ``policy``: an :class:`ElasticController` deciding every
     ``round_s`` seconds (default: the policy's interval) for an elastic policy, else the rigid
-    :class:`Controller`."""
+    :class:`Controller`; ``service_id`` (default: the store's instance id) owns the attempts
+    it starts."""
     if isinstance(policy, ElasticPolicy):
-        book = ElasticBook(store_file(store))
         return ElasticController(
             store,
             backend,
             cluster,
             policy,
-            book,
+            ElasticBook(store),
             clock=clock,
             grace_s=grace_s,
             interval_s=round_s,
+            service_id=service_id,
+            lease_s=lease_s,
         )
     return Controller(
-        store, backend, cluster, policy, placement=placement, clock=clock, grace_s=grace_s
+        store,
+        backend,
+        cluster,
+        policy,
+        placement=placement,
+        clock=clock,
+        grace_s=grace_s,
+        service_id=service_id,
+        lease_s=lease_s,
     )

@@ -54,7 +54,8 @@ class NewJob:
 class JobRow:
     """A job as stored. ``attempt`` counts launches; the current launch's back-end request id
     is :attr:`request_id`. ``run_start`` is when the current run began; ``attained_gpu_s``
-    sums GPUs × seconds of finished runs. ``pid``/``pid_start`` identify the current process."""
+    sums GPUs × seconds of finished runs. ``pid``/``pid_start`` identify the current process;
+    ``owner`` is the id of the service that started the current attempt."""
 
     seq: int
     name: str
@@ -79,6 +80,8 @@ class JobRow:
     exit_code: int | None
     reason: str | None
     cancel_requested: bool
+    owner: str | None = None
+    """The service whose attempt this is (None while pending)."""
 
     @property
     def id(self) -> str:

@@ -18,10 +18,11 @@ from dlsched.backends.factory import BACKENDS, create_backend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
-from dlsched.service.controller import DEFAULT_GRACE_S
+from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S
 from dlsched.service.elastic_setup import build_controller, create_service_policy
 from dlsched.service.guard import Guard
 from dlsched.service.loop import ControlLoop
+from dlsched.service.service_id import resolve_service_id
 from dlsched.service.store import Store
 from dlsched.service.store_url import SqliteTarget, StoreTarget, parse_store_url
 
@@ -37,7 +38,9 @@ class ServiceConfig:
     ``grace_s`` the time a preempted job has to checkpoint before SIGKILL; ``policy_options``
     the policy's text options (checked when the service is built); ``ray_address`` the Ray
     cluster of the ``ray`` back end (None: ``$RAY_ADDRESS``, else a local Ray instance; an
-    error with any other back end)."""
+    error with any other back end); ``service_id`` this service's id among those sharing the
+    store (None: kept in ``<work_dir>/service-id``, see :mod:`dlsched.service.service_id`);
+    ``lease_s`` how long its jobs stay its own after it stops renewing its lease."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -53,6 +56,8 @@ class ServiceConfig:
     poll_s: float = 0.25
     grace_s: float = DEFAULT_GRACE_S
     ray_address: str | None = None
+    service_id: str | None = None
+    lease_s: float = DEFAULT_LEASE_S
 
     @property
     def store_target(self) -> StoreTarget:
@@ -99,10 +104,17 @@ class Service:
         if isinstance(target, SqliteTarget):
             target.path.parent.mkdir(parents=True, exist_ok=True)
         self.store = Store(target)
+        try:
+            self.service_id = resolve_service_id(
+                config.service_id, config.jobs_root, self.store, clock()
+            )
+        except BaseException:
+            self.store.close()
+            raise
         self.backend: Backend = create_backend(
             config.backend,
             config.jobs_root,
-            self.store.instance,
+            self.service_id,
             clock,
             ray_address=config.ray_address,
             nodes=spec.nodes,
@@ -116,6 +128,8 @@ class Service:
             clock=clock,
             grace_s=config.grace_s,
             round_s=config.round_s,
+            service_id=self.service_id,
+            lease_s=config.lease_s,
         )
         self.loop = ControlLoop(self.controller, config.round_s, config.poll_s)
         self.app: Guard = create_app(
@@ -163,7 +177,7 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
         announce(f"token file: {config.token_path}")
         announce(
             f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
-            f"store {service.store.label}"
+            f"store {service.store.label}, service id {service.service_id}"
         )
         server = uvicorn.Server(uvicorn.Config(service.app, log_level="warning", access_log=False))
         server.run(sockets=[sock])

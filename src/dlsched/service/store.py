@@ -12,7 +12,14 @@ Contracts (both databases; :mod:`dlsched.service.store_dialect` holds what diffe
 - The event log is append-only: triggers reject UPDATE and DELETE on it (and TRUNCATE on
   PostgreSQL).
 - The schema carries a version (``meta.schema_version``); opening a store written by a newer
-  version is refused with a clear error rather than guessed at.
+  version is refused with a clear error rather than guessed at; an older one is upgraded in
+  place (version 1 → 2 adds attempt owners: its jobs holding GPUs are given to the store's
+  instance id, the id its single service ran under).
+- Several services may share one database. Each has an id; the attempt a service starts
+  records it (``jobs.owner``), and only that service launches, adopts, stops or settles it.
+  A service renews its lease (``services.heartbeat``) while it runs; the jobs of a service
+  whose lease has lapsed are requeued by any other service (:meth:`Store.claim_lapsed`, a
+  conditional update on the owner and attempt), then started again like any pending job.
 - SQLite runs ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a crash of
   the service process (kill -9); the last transactions may be lost on a power failure
   (documented trade). PostgreSQL's durability is the server's (``synchronous_commit``).
@@ -49,7 +56,7 @@ from dlsched.service.store_url import StoreTarget, parse_store_url
 
 __all__ = ["SCHEMA_VERSION", "Store", "StoreError"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # {id} and {real} are the dialect's DDL types; "user" is quoted: a reserved word in PostgreSQL.
 _TABLES = (
@@ -77,7 +84,8 @@ _TABLES = (
     samples_per_s {real},
     exit_code INTEGER,
     reason TEXT,
-    cancel_requested INTEGER NOT NULL DEFAULT 0
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    owner TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state)",
     """CREATE TABLE IF NOT EXISTS events (
@@ -88,12 +96,28 @@ _TABLES = (
     detail TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS events_job ON events (job)",
+    "CREATE TABLE IF NOT EXISTS services (id TEXT PRIMARY KEY, heartbeat {real} NOT NULL)",
+    # The elastic policies' side tables (dlsched.service.elastic_book).
+    """CREATE TABLE IF NOT EXISTS elastic_jobs (
+    seq BIGINT PRIMARY KEY,
+    application TEXT NOT NULL,
+    max_gpus INTEGER NOT NULL,
+    batch_size INTEGER NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS elastic_attempts (
+    seq BIGINT NOT NULL,
+    attempt INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    gpus INTEGER NOT NULL,
+    batch_size INTEGER NOT NULL,
+    PRIMARY KEY (seq, attempt, owner)
+)""",
 )
 
 _COLUMNS = (
     'seq, name, "user", gpus, command, batch_size, expected_duration_s, state, submit_time, '
     "start_time, run_start, end_time, restarts, attempt, gpu_ids, pid, pid_start, "
-    "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested"
+    "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested, owner"
 )
 
 
@@ -122,6 +146,7 @@ def _row(r: tuple[Any, ...]) -> JobRow:
         exit_code=r[20],
         reason=r[21],
         cancel_requested=bool(r[22]),
+        owner=r[23],
     )
 
 
@@ -157,6 +182,20 @@ class Store:
                     f"{self._db.label}: schema version {found[0]} is newer than this dlsched "
                     f"understands ({SCHEMA_VERSION}); upgrade dlsched"
                 )
+            elif int(found[0]) == 1:
+                self._upgrade_from_1(db)
+
+    @staticmethod
+    def _upgrade_from_1(db: Dialect) -> None:
+        """Version 1 had one service per store, running under the store's instance id."""
+        db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
+        marks = ",".join("?" * len(HOLDING))
+        db.execute(
+            "UPDATE jobs SET owner=(SELECT value FROM meta WHERE key='instance') "
+            f"WHERE state IN ({marks})",
+            HOLDING,
+        )
+        db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     @property
     def label(self) -> str:
@@ -323,19 +362,26 @@ class Store:
         assert row is not None
         return row
 
-    def mark_started(self, seq: int, gpu_ids: GpuIds, now: float) -> JobRow | None:
-        """PENDING → RUNNING on ``gpu_ids`` with a new attempt; None if not pending."""
+    def mark_started(
+        self, seq: int, gpu_ids: GpuIds, now: float, owner: str | None = None
+    ) -> JobRow | None:
+        """PENDING → RUNNING on ``gpu_ids`` with a new attempt owned by service ``owner``
+        (default: the store's instance id); None if not pending, e.g. another service
+        started it first."""
+        owner = self.instance if owner is None else owner
         with self._tx() as db:
             won = db.execute(
                 "UPDATE jobs SET state=?, attempt=attempt+1, run_start=?, "
                 "start_time=COALESCE(start_time, ?), gpu_ids=?, pid=NULL, pid_start=NULL, "
-                "exit_code=NULL WHERE seq=? AND state=? RETURNING attempt",
-                (RUNNING, now, now, json.dumps(gpu_ids), seq, PENDING),
+                "exit_code=NULL, owner=? WHERE seq=? AND state=? RETURNING attempt",
+                (RUNNING, now, now, json.dumps(gpu_ids), owner, seq, PENDING),
             ).fetchone()
             if won is None:
                 return None
             attempt = won[0]
-            self._event(db, seq, now, "started", {"attempt": attempt, "gpu_ids": gpu_ids})
+            self._event(
+                db, seq, now, "started", {"attempt": attempt, "gpu_ids": gpu_ids, "owner": owner}
+            )
         return self.get(seq)
 
     def mark_launched(self, seq: int, attempt: int, pid: int, pid_start: float | None) -> None:
@@ -417,7 +463,7 @@ class Store:
                 cur = db.execute(
                     "UPDATE jobs SET state=?, restarts=restarts+1, attained_gpu_s="
                     "attained_gpu_s+?, gpu_ids=NULL, pid=NULL, pid_start=NULL, run_start=NULL, "
-                    f"exit_code=? {still}",
+                    f"owner=NULL, exit_code=? {still}",
                     (PENDING, held, exit_code, seq, attempt, *HOLDING),
                 )
             else:
@@ -454,3 +500,90 @@ class Store:
             return
         with self._tx() as db:
             db.executemany("UPDATE jobs SET progress=?, samples_per_s=? WHERE seq=?", items)
+
+    # ---- services and leases -------------------------------------------------------------
+    def register_service(self, service: str, now: float) -> bool:
+        """Record service id ``service`` with a fresh lease; False (and nothing changed) if
+        the id is already recorded, by this service in an earlier run or by another."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO services (id, heartbeat) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+                (service, now),
+            )
+            return cur.rowcount == 1
+
+    def renew_lease(self, service: str, now: float) -> None:
+        """Service ``service`` is alive at ``now`` (recorded if it was not)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO services (id, heartbeat) VALUES (?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET heartbeat=excluded.heartbeat",
+                (service, now),
+            )
+
+    def lease(self, service: str) -> float | None:
+        """When service ``service`` last renewed its lease, or None if it never did."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT heartbeat FROM services WHERE id=?", (service,)
+            ).fetchone()
+        return None if row is None else float(row[0])
+
+    def claim_lapsed(self, service: str, now: float, lease_s: float) -> list[int]:
+        """Requeue every job held by another service whose lease is older than ``lease_s``
+        seconds at ``now`` (or which never had one): PENDING with one more restart and the
+        GPU time of its run added, or CANCELLED if it was being cancelled. Each is a
+        conditional update on the job's owner and attempt, so a job is taken over once
+        whoever else tries. Returns the jobs taken over."""
+        marks = ",".join("?" * len(HOLDING))
+        still = f"WHERE seq=? AND attempt=? AND owner=? AND state IN ({marks})"
+        taken: list[int] = []
+        with self._tx() as db:
+            lapsed = db.execute(
+                "SELECT seq, attempt, owner, gpus, run_start, cancel_requested FROM jobs "
+                f"WHERE state IN ({marks}) AND owner IS NOT NULL AND owner<>? AND NOT EXISTS "
+                "(SELECT 1 FROM services WHERE services.id=jobs.owner AND heartbeat>=?) "
+                "ORDER BY seq",
+                (*HOLDING, service, now - lease_s),
+            ).fetchall()
+            for seq, attempt, owner, gpus, run_start, cancelling in lapsed:
+                held = gpus * max(0.0, now - (run_start if run_start is not None else now))
+                reason = f"service {owner} stopped renewing its lease"
+                if cancelling:
+                    cur = db.execute(
+                        "UPDATE jobs SET state=?, end_time=?, attained_gpu_s=attained_gpu_s+?, "
+                        f"reason=? {still}",
+                        (CANCELLED, now, held, reason, seq, attempt, owner, *HOLDING),
+                    )
+                    kind = "cancelled"
+                else:
+                    cur = db.execute(
+                        "UPDATE jobs SET state=?, restarts=restarts+1, attained_gpu_s="
+                        "attained_gpu_s+?, gpu_ids=NULL, pid=NULL, pid_start=NULL, "
+                        f"run_start=NULL, owner=NULL, exit_code=NULL {still}",
+                        (PENDING, held, seq, attempt, owner, *HOLDING),
+                    )
+                    kind = "requeued"
+                if cur.rowcount == 1:
+                    taken.append(seq)
+                    self._event(
+                        db,
+                        seq,
+                        now,
+                        kind,
+                        {"attempt": attempt, "reason": reason, "taken_over_by": service},
+                    )
+        return taken
+
+    # ---- side tables -----------------------------------------------------------------------
+    def write(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        """Run one write statement of a side table (``?`` placeholders, SQL both databases
+        accept) as its own transaction; the number of rows it changed."""
+        with self._tx() as db:
+            return db.execute(sql, args).rowcount
+
+    def read_one(self, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        """The first row of one query of a side table, or None."""
+        with self._lock:
+            row = self._db.execute(sql, args).fetchone()
+        return None if row is None else tuple(row)

@@ -1,0 +1,47 @@
+"""A service's identity among the services sharing one store (see :mod:`dlsched.service.store`).
+
+The id names the attempts the service owns and, through its back end, its processes (Slurm job
+names, Ray namespaces, process marks), so it must stay the same across restarts for a restarted
+service to adopt its jobs: it is given (``--service-id``) or kept in a file in the service's work
+directory. A new service takes the store's instance id if no service ever used it (so a single
+service keeps the id it always had), else a fresh random one.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import Path
+
+from dlsched.service.store import Store
+
+SERVICE_ID_FILE = "service-id"
+_VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def check_service_id(value: str, source: str = "service_id (--service-id)") -> str:
+    """``value`` if it is a usable id (1-64 letters, digits, ``_`` or ``-``: it becomes part of
+    back-end names); ValueError naming ``source`` otherwise."""
+    if not _VALID.match(value):
+        raise ValueError(
+            f"{source}: {value!r} is not a service id; expected 1 to 64 letters, digits, '_' or '-'"
+        )
+    return value
+
+
+def resolve_service_id(given: str | None, work_dir: Path, store: Store, now: float) -> str:
+    """The id of the service whose work directory is ``work_dir``: ``given`` if set (it is then
+    also written to the file, replacing another), else the one in ``work_dir/service-id``,
+    else a new one (module docstring), written there."""
+    path = work_dir / SERVICE_ID_FILE
+    if given is not None:
+        service = check_service_id(given)
+    elif path.exists():
+        return check_service_id(path.read_text(encoding="utf-8").strip(), str(path))
+    elif store.register_service(store.instance, now):
+        service = store.instance
+    else:
+        service = secrets.token_hex(8)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(service + "\n", encoding="utf-8")
+    return service

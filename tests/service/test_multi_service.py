@@ -1,0 +1,237 @@
+"""Several services on one store: each job runs exactly once across their back ends, and the
+jobs of a service that stops renewing its lease are taken over by another after the lease.
+
+Two controllers with fake back ends share one clock and one database (SQLite file or
+PostgreSQL); each schedules its own cluster from the shared queue."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dlsched.backends.fake import FakeBackend
+from dlsched.cluster.parse import resolve_cluster
+from dlsched.policy.registry import create_policy
+from dlsched.service.controller import Controller
+from dlsched.service.elastic_book import AttemptSize, ElasticBook
+from dlsched.service.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
+from dlsched.service.service_id import SERVICE_ID_FILE, check_service_id, resolve_service_id
+from dlsched.service.store import Store
+from tests.service.helpers import Clock
+
+LEASE_S = 60.0
+DURATION_S = 100.0
+
+
+class Service:
+    """One service of the test: its own store connection, fake back end and controller."""
+
+    def __init__(self, db: str, clock: Clock, service_id: str, policy: str = "fifo") -> None:
+        self.store = Store(db)
+        self.backend = FakeBackend(clock)
+        self.ctl = Controller(
+            self.store,
+            self.backend,
+            resolve_cluster("1x4"),
+            create_policy(policy),
+            clock=clock,
+            service_id=service_id,
+            lease_s=LEASE_S,
+        )
+
+    def step(self) -> None:
+        self.ctl.step()
+        # A preempted fake job exits at once: settle it at this instant.
+        for _ in range(10):
+            if not any(
+                r.state == PREEMPTING and r.owner == self.ctl.service_id
+                for r in self.store.holding()
+            ):
+                return
+            self.ctl.step()
+
+
+def run(clock: Clock, services: list[Service], max_steps: int = 2000) -> None:
+    """Step every service at every event (and every quarter lease) until no job is active."""
+    store = services[0].store
+    for _ in range(max_steps):
+        for s in services:
+            s.step()
+        if not store.active():
+            return
+        events = [s.backend.next_event_time() for s in services]
+        nxt = min((t for t in events if t is not None), default=math.inf)
+        clock.now = min(clock.now + LEASE_S / 4, nxt)
+    raise AssertionError("jobs never finished")
+
+
+def submit(store: Store, clock: Clock, n: int, gpus: int = 2) -> list[int]:
+    return [
+        store.submit(
+            NewJob(f"job{i}", "u", gpus, ("sleep", str(DURATION_S)), None, DURATION_S), clock()
+        ).seq
+        for i in range(n)
+    ]
+
+
+def finished_runs(services: list[Service]) -> Counter[str]:
+    return Counter(
+        r.request.job_id for s in services for r in s.backend.history if r.exit_code == 0
+    )
+
+
+def test_two_services_run_every_job_exactly_once(db_url: str) -> None:
+    clock = Clock()
+    a, b = Service(db_url, clock, "svc-a"), Service(db_url, clock, "svc-b")
+    seqs = submit(a.store, clock, 8)
+    run(clock, [a, b])
+    launched = Counter(r.request.job_id for s in (a, b) for r in s.backend.history)
+    assert launched == {f"j{seq}": 1 for seq in seqs}
+    assert finished_runs([a, b]) == {f"j{seq}": 1 for seq in seqs}
+    # Both clusters were used: each service started jobs of the shared queue.
+    assert a.backend.history and b.backend.history
+    for seq in seqs:
+        row = a.store.get(seq)
+        assert row is not None and row.state == COMPLETED and row.attempt == 1
+        ran_on = a if any(r.request.job_id == row.id for r in a.backend.history) else b
+        assert row.owner == ran_on.ctl.service_id
+
+
+def test_a_dead_services_jobs_are_taken_over_after_its_lease(db_url: str) -> None:
+    clock = Clock()
+    a = Service(db_url, clock, "svc-a")
+    seqs = submit(a.store, clock, 2)
+    a.step()
+    assert [r.owner for r in a.store.holding()] == ["svc-a", "svc-a"]
+    # Service a dies now (it is never stepped again); b starts and runs beside its jobs.
+    b = Service(db_url, clock, "svc-b")
+    clock.now += LEASE_S / 2
+    b.step()
+    assert {r.seq: r.owner for r in b.store.holding()} == {seq: "svc-a" for seq in seqs}
+    assert not b.backend.history, "b launched jobs a still holds under a live lease"
+    clock.now += LEASE_S / 2 + 1
+    b.step()
+    assert b.ctl.taken_over == 2
+    for seq in seqs:
+        row = b.store.get(seq)
+        assert row is not None and row.state == RUNNING and row.owner == "svc-b"
+        assert row.restarts == 1 and row.attempt == 2
+        requeued = [d for _, k, d in b.store.events(seq) if k == "requeued"]
+        assert requeued == [
+            {
+                "attempt": 1,
+                "reason": "service svc-a stopped renewing its lease",
+                "taken_over_by": "svc-b",
+            }
+        ]
+    run(clock, [b])
+    assert finished_runs([b]) == {f"j{seq}": 1 for seq in seqs}
+    for seq in seqs:
+        row = b.store.get(seq)
+        assert row is not None and row.state == COMPLETED
+
+
+def test_a_service_keeps_its_jobs_while_it_renews_its_lease(db_url: str) -> None:
+    clock = Clock()
+    a = Service(db_url, clock, "svc-a")
+    b = Service(db_url, clock, "svc-b")
+    seqs = submit(a.store, clock, 1, gpus=4)
+    a.step()
+    for _ in range(8):
+        clock.now += LEASE_S / 4
+        a.step()
+        b.step()
+    assert b.ctl.taken_over == 0
+    row = a.store.get(seqs[0])
+    assert row is not None and row.owner == "svc-a" and row.attempt == 1
+
+
+def test_a_restarted_service_adopts_its_jobs_and_a_stopped_one_loses_them(db_url: str) -> None:
+    clock = Clock()
+    a = Service(db_url, clock, "svc-a")
+    (seq,) = submit(a.store, clock, 1)
+    a.step()
+    # Restarted under the same id before its lease lapsed: the job stays its own.
+    again = Controller(
+        a.store,
+        a.backend,
+        resolve_cluster("1x4"),
+        create_policy("fifo"),
+        clock=clock,
+        service_id="svc-a",
+        lease_s=LEASE_S,
+    )
+    again.recover()
+    again.step()
+    assert a.backend.launches == 1
+    row = a.store.get(seq)
+    assert row is not None and row.owner == "svc-a" and row.state == RUNNING
+    # Its job taken over meanwhile (lease lapsed), a service stops the process it still runs.
+    b = Service(db_url, clock, "svc-b")
+    clock.now += LEASE_S + 1
+    b.step()
+    assert b.store.get(seq).owner == "svc-b"  # type: ignore[union-attr]
+    again.step()
+    stopped = [r for r in a.backend.history if r.request.request_id == f"j{seq}.1"]
+    assert [r.stop_at for r in stopped] == [clock.now]
+
+
+def test_an_upgraded_store_gives_running_jobs_to_its_instance(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "state.db"
+    store = Store(db)
+    (seq,) = submit(store, Clock(), 1)
+    assert store.mark_started(seq, {"n0": [0, 1]}, 1001.0) is not None
+    instance = store.instance
+    store.close()
+    raw = sqlite3.connect(db)
+    # Back to the version 1 schema: no owner column.
+    raw.execute("ALTER TABLE jobs DROP COLUMN owner")
+    raw.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    raw.commit()
+    raw.close()
+    store = Store(db)
+    assert store.schema_version == 2
+    row = store.get(seq)
+    assert row is not None and row.owner == instance and row.state == RUNNING
+
+
+def test_service_ids_are_kept_in_the_work_dir(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.db")
+    first = resolve_service_id(None, tmp_path / "a", store, 1000.0)
+    assert first == store.instance
+    assert resolve_service_id(None, tmp_path / "a", store, 1000.0) == first
+    second = resolve_service_id(None, tmp_path / "b", store, 1000.0)
+    assert second != first and check_service_id(second) == second
+    assert resolve_service_id("gpu-rack-2", tmp_path / "c", store, 1000.0) == "gpu-rack-2"
+    assert (tmp_path / "c" / SERVICE_ID_FILE).read_text().strip() == "gpu-rack-2"
+    with pytest.raises(ValueError, match=r"service_id \(--service-id\): 'a b'"):
+        resolve_service_id("a b", tmp_path / "d", store, 1000.0)
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / SERVICE_ID_FILE).write_text("\n")
+    with pytest.raises(ValueError, match=SERVICE_ID_FILE):
+        resolve_service_id(None, tmp_path / "e", store, 1000.0)
+
+
+def test_racing_services_each_read_the_elastic_size_of_their_own_start(db_url: str) -> None:
+    store = Store(db_url)
+    (seq,) = submit(store, Clock(), 1)
+    book = ElasticBook(store)
+    book.set_attempt(seq, 1, "svc-a", AttemptSize(2, 32))
+    book.set_attempt(seq, 1, "svc-b", AttemptSize(4, 16))
+    won = store.mark_started(seq, {"n0": [0, 1]}, 1001.0, "svc-a")
+    assert won is not None and won.owner == "svc-a"
+    assert store.mark_started(seq, {"n0": [0, 1, 2, 3]}, 1001.0, "svc-b") is None
+    assert book.attempt(seq, 1, won.owner) == AttemptSize(2, 32)
+    assert book.attempt(seq, 1, None) is None
+
+
+def test_pending_jobs_have_no_owner(db_url: str) -> None:
+    store = Store(db_url)
+    (seq,) = submit(store, Clock(), 1)
+    row = store.get(seq)
+    assert row is not None and row.state == PENDING and row.owner is None
