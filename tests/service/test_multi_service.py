@@ -235,3 +235,73 @@ def test_pending_jobs_have_no_owner(db_url: str) -> None:
     (seq,) = submit(store, Clock(), 1)
     row = store.get(seq)
     assert row is not None and row.state == PENDING and row.owner is None
+
+
+def test_the_cluster_view_shows_only_this_services_jobs(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from dlsched.service.api import ServiceContext, create_app
+
+    clock = Clock()
+    db = str(tmp_path / "state.db")
+    a, b = Service(db, clock, "svc-a"), Service(db, clock, "svc-b")
+    (seq,) = submit(a.store, clock, 1)
+    a.step()
+
+    def held(service: Service) -> list[str | None]:
+        ctx = ServiceContext(service.store, service.ctl, lambda: None, clock, "t" * 32, "fifo")
+        with TestClient(create_app(ctx, None)) as client:
+            nodes = client.get("/cluster").json()["nodes"]
+        return [g["job_id"] for n in nodes for g in n["gpus"]]
+
+    assert held(a).count(f"j{seq}") == 2
+    assert held(b) == [None] * 4
+
+
+def test_two_running_services_on_one_database_get_their_own_ids(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Two whole services (control loops on threads, fake back ends), configured alike but for
+    their work directories: distinct ids, and each job runs once across both."""
+    import time
+
+    from dlsched.service.server import Service as LiveService
+    from dlsched.service.server import ServiceConfig
+
+    def config(name: str) -> ServiceConfig:
+        return ServiceConfig(
+            cluster="1x4",
+            backend="fake",
+            db=db_url,
+            token_file=tmp_path / "token",
+            work_dir=tmp_path / name,
+            round_s=0.1,
+            poll_s=0.02,
+        )
+
+    first, second = LiveService(config("a")), LiveService(config("b"))
+    try:
+        assert first.service_id == first.store.instance
+        assert second.service_id not in ("", first.service_id)
+        assert (tmp_path / "b" / SERVICE_ID_FILE).read_text().strip() == second.service_id
+        seqs = [
+            first.store.submit(
+                NewJob(f"j{i}", "u", 2, ("sleep", "0.2"), None, 0.2), time.time()
+            ).seq
+            for i in range(6)
+        ]
+        first.start()
+        second.start()
+        deadline = time.monotonic() + 60
+        while first.store.active() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not first.store.active(), "jobs never finished"
+    finally:
+        first.stop()
+        second.stop()
+    backends = [first.backend, second.backend]
+    assert all(isinstance(be, FakeBackend) for be in backends)
+    launched = Counter(
+        r.request.job_id for be in backends if isinstance(be, FakeBackend) for r in be.history
+    )
+    assert launched == {f"j{seq}": 1 for seq in seqs}

@@ -133,6 +133,8 @@ def create_app(
     def cluster() -> dict[str, Any]:
         holder: dict[tuple[str, int], str] = {}
         for row in store.holding():
+            if row.owner != controller.service_id:
+                continue  # runs on another service's cluster (one store, several services)
             for node, gpus in (row.gpu_ids or {}).items():
                 for g in gpus:
                     holder[(node, g)] = row.id
