@@ -134,6 +134,31 @@ def test_a_dead_services_jobs_are_taken_over_after_its_lease(db_url: str) -> Non
         assert row is not None and row.state == COMPLETED
 
 
+def test_a_lease_is_judged_by_its_owners_length(db_url: str) -> None:
+    clock = Clock()
+    store = Store(db_url)
+    (seq,) = submit(store, clock, 1)
+    assert store.mark_started(seq, {"node-000": [0, 1]}, clock(), "svc-a") is not None
+    store.renew_lease("svc-a", clock(), 10 * LEASE_S)
+    assert store.lease_end("svc-a") == clock() + 10 * LEASE_S
+    assert store.lease_end("svc-x") is None
+    # b's own lease is shorter; a's jobs are a's until a's lease runs out.
+    assert store.claim_lapsed("svc-b", clock() + 2 * LEASE_S) == []
+    assert store.claim_lapsed("svc-b", clock() + 10 * LEASE_S + 1) == [seq]
+    assert store.claim_lapsed("svc-c", clock() + 10 * LEASE_S + 1) == []
+
+
+@pytest.mark.parametrize("lease", [0.0, -1.0, math.nan, math.inf])
+def test_bad_leases_are_refused_naming_the_field(tmp_path: Path, lease: float) -> None:
+    from dlsched.service.server import Service as LiveService
+    from dlsched.service.server import ServiceConfig
+
+    config = ServiceConfig(backend="fake", db=tmp_path / "s.db", lease_s=lease)
+    with pytest.raises(ValueError, match=r"lease_s \(--lease\): must be a positive number"):
+        LiveService(config)
+    assert not (tmp_path / "s.db").exists()
+
+
 def test_a_service_keeps_its_jobs_while_it_renews_its_lease(db_url: str) -> None:
     clock = Clock()
     a = Service(db_url, clock, "svc-a")
@@ -202,19 +227,19 @@ def test_an_upgraded_store_gives_running_jobs_to_its_instance(tmp_path: Path) ->
 
 def test_service_ids_are_kept_in_the_work_dir(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.db")
-    first = resolve_service_id(None, tmp_path / "a", store, 1000.0)
+    first = resolve_service_id(None, tmp_path / "a", store, 1000.0, LEASE_S)
     assert first == store.instance
-    assert resolve_service_id(None, tmp_path / "a", store, 1000.0) == first
-    second = resolve_service_id(None, tmp_path / "b", store, 1000.0)
+    assert resolve_service_id(None, tmp_path / "a", store, 1000.0, LEASE_S) == first
+    second = resolve_service_id(None, tmp_path / "b", store, 1000.0, LEASE_S)
     assert second != first and check_service_id(second) == second
-    assert resolve_service_id("gpu-rack-2", tmp_path / "c", store, 1000.0) == "gpu-rack-2"
+    assert resolve_service_id("gpu-rack-2", tmp_path / "c", store, 1000.0, LEASE_S) == "gpu-rack-2"
     assert (tmp_path / "c" / SERVICE_ID_FILE).read_text().strip() == "gpu-rack-2"
     with pytest.raises(ValueError, match=r"service_id \(--service-id\): 'a b'"):
-        resolve_service_id("a b", tmp_path / "d", store, 1000.0)
+        resolve_service_id("a b", tmp_path / "d", store, 1000.0, LEASE_S)
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / SERVICE_ID_FILE).write_text("\n")
     with pytest.raises(ValueError, match=SERVICE_ID_FILE):
-        resolve_service_id(None, tmp_path / "e", store, 1000.0)
+        resolve_service_id(None, tmp_path / "e", store, 1000.0, LEASE_S)
 
 
 def test_racing_services_each_read_the_elastic_size_of_their_own_start(db_url: str) -> None:

@@ -31,8 +31,9 @@ it owns and the pending ones: a job another service runs is, to this controller,
 are that service's). Every service schedules its own cluster from the one shared queue, and a
 start is a conditional update on the job being pending, so one service wins each attempt and the
 others see the job leave their queue. Every ``lease_s / 4`` seconds a controller renews its
-lease and requeues the jobs of services whose lease is older than ``lease_s`` (a service that
-died); a service restarted under the same id before its lease lapses adopts its own jobs.
+lease (its jobs stay its own until ``lease_s`` after the renewal) and requeues the jobs of
+services whose lease ran out (a service that died); a service restarted under the same id
+before its lease runs out adopts its own jobs.
 
 For non-preemptive policies the scheduler sees only waiting jobs in its queue (running jobs only
 hold their GPUs in the state); preemptive policies see running jobs as active jobs too.
@@ -40,6 +41,7 @@ hold their GPUs in the state); preemptive policies see running jobs as active jo
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -91,6 +93,12 @@ _STOPPED_BY_US = (None, 128 + 15, 128 + 9)
 local back end's shell wrapper reports them): it restarts from scratch or its last checkpoint."""
 
 
+def check_lease(lease_s: float) -> None:
+    """ValueError naming the field unless ``lease_s`` is a usable lease length."""
+    if not (math.isfinite(lease_s) and lease_s > 0):
+        raise ValueError(f"lease_s (--lease): must be a positive number of seconds, got {lease_s}")
+
+
 class Controller:
     """Drives one store and one back end with one policy (see the module docstring). Only
     :meth:`step` and :meth:`recover` change anything; they must run on one thread."""
@@ -108,8 +116,7 @@ class Controller:
         service_id: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
-        if lease_s <= 0:
-            raise ValueError(f"lease_s (--lease): must be positive seconds, got {lease_s}")
+        check_lease(lease_s)
         self.store = store
         self.service_id = store.instance if service_id is None else service_id
         """The owner this controller records on the attempts it starts."""
@@ -151,7 +158,7 @@ class Controller:
         self._unsaved: set[int] = set()
         self._saved_at = time.monotonic()
         self._renewed_at = clock()
-        store.renew_lease(self.service_id, self._renewed_at)
+        store.renew_lease(self.service_id, self._renewed_at, lease_s)
         self._event, rows = store.snapshot()
         for row in rows:
             self._mirror(row)
@@ -328,8 +335,8 @@ class Controller:
         if now - self._renewed_at < self.lease_s / 4:
             return
         self._renewed_at = now
-        self.store.renew_lease(self.service_id, now)
-        self.taken_over += len(self.store.claim_lapsed(self.service_id, now, self.lease_s))
+        self.store.renew_lease(self.service_id, now, self.lease_s)
+        self.taken_over += len(self.store.claim_lapsed(self.service_id, now))
 
     def _observe(self, now: float) -> bool:
         """Settle exits, (re)launch and (re)terminate as the rules say; True if a job ended."""

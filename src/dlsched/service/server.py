@@ -18,7 +18,7 @@ from dlsched.backends.factory import BACKENDS, create_backend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
-from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S
+from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S, check_lease
 from dlsched.service.elastic_setup import build_controller, create_service_policy
 from dlsched.service.guard import Guard
 from dlsched.service.loop import ControlLoop
@@ -99,6 +99,7 @@ class Service:
                 )
             if not config.ray_address.strip():
                 raise ValueError("ray_address (--ray-address) is empty")
+        check_lease(config.lease_s)
         target = config.store_target
         self.token = load_or_create_token(config.token_path)
         if isinstance(target, SqliteTarget):
@@ -106,7 +107,7 @@ class Service:
         self.store = Store(target)
         try:
             self.service_id = resolve_service_id(
-                config.service_id, config.jobs_root, self.store, clock()
+                config.service_id, config.jobs_root, self.store, clock(), config.lease_s
             )
         except BaseException:
             self.store.close()

@@ -29,16 +29,19 @@ def check_service_id(value: str, source: str = "service_id (--service-id)") -> s
     return value
 
 
-def resolve_service_id(given: str | None, work_dir: Path, store: Store, now: float) -> str:
+def resolve_service_id(
+    given: str | None, work_dir: Path, store: Store, now: float, lease_s: float
+) -> str:
     """The id of the service whose work directory is ``work_dir``: ``given`` if set (it is then
     also written to the file, replacing another), else the one in ``work_dir/service-id``,
-    else a new one (module docstring), written there."""
+    else a new one (module docstring), written there and recorded in ``store`` with a lease of
+    ``lease_s`` seconds."""
     path = work_dir / SERVICE_ID_FILE
     if given is not None:
         service = check_service_id(given)
     elif path.exists():
         return check_service_id(path.read_text(encoding="utf-8").strip(), str(path))
-    elif store.register_service(store.instance, now):
+    elif store.register_service(store.instance, now, lease_s):
         service = store.instance
     else:
         service = secrets.token_hex(8)

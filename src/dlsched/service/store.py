@@ -17,8 +17,9 @@ Contracts (both databases; :mod:`dlsched.service.store_dialect` holds what diffe
   instance id, the id its single service ran under).
 - Several services may share one database. Each has an id; the attempt a service starts
   records it (``jobs.owner``), and only that service launches, adopts, stops or settles it.
-  A service renews its lease (``services.heartbeat``) while it runs; the jobs of a service
-  whose lease has lapsed are requeued by any other service (:meth:`Store.claim_lapsed`, a
+  A service renews its lease (``services.heartbeat``, with its length ``services.lease_s``)
+  while it runs; the jobs of a service whose own lease has lapsed are requeued by any other
+  service (:meth:`Store.claim_lapsed`, a
   conditional update on the owner and attempt), then started again like any pending job.
 - SQLite runs ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a crash of
   the service process (kill -9); the last transactions may be lost on a power failure
@@ -96,7 +97,8 @@ _TABLES = (
     detail TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS events_job ON events (job)",
-    "CREATE TABLE IF NOT EXISTS services (id TEXT PRIMARY KEY, heartbeat {real} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS services "
+    "(id TEXT PRIMARY KEY, heartbeat {real} NOT NULL, lease_s {real} NOT NULL)",
     # The elastic policies' side tables (dlsched.service.elastic_book).
     """CREATE TABLE IF NOT EXISTS elastic_jobs (
     seq BIGINT PRIMARY KEY,
@@ -502,36 +504,40 @@ class Store:
             db.executemany("UPDATE jobs SET progress=?, samples_per_s=? WHERE seq=?", items)
 
     # ---- services and leases -------------------------------------------------------------
-    def register_service(self, service: str, now: float) -> bool:
-        """Record service id ``service`` with a fresh lease; False (and nothing changed) if
-        the id is already recorded, by this service in an earlier run or by another."""
+    def register_service(self, service: str, now: float, lease_s: float) -> bool:
+        """Record service id ``service`` with a lease of ``lease_s`` seconds from ``now``;
+        False (and nothing changed) if the id is already recorded, by this service in an
+        earlier run or by another."""
         with self._tx() as db:
             cur = db.execute(
-                "INSERT INTO services (id, heartbeat) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
-                (service, now),
+                "INSERT INTO services (id, heartbeat, lease_s) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO NOTHING",
+                (service, now, lease_s),
             )
             return cur.rowcount == 1
 
-    def renew_lease(self, service: str, now: float) -> None:
-        """Service ``service`` is alive at ``now`` (recorded if it was not)."""
+    def renew_lease(self, service: str, now: float, lease_s: float) -> None:
+        """Service ``service`` is alive at ``now``: its jobs stay its own until ``now +
+        lease_s`` (recorded if it was not)."""
         with self._tx() as db:
             db.execute(
-                "INSERT INTO services (id, heartbeat) VALUES (?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET heartbeat=excluded.heartbeat",
-                (service, now),
+                "INSERT INTO services (id, heartbeat, lease_s) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET heartbeat=excluded.heartbeat, "
+                "lease_s=excluded.lease_s",
+                (service, now, lease_s),
             )
 
-    def lease(self, service: str) -> float | None:
-        """When service ``service`` last renewed its lease, or None if it never did."""
+    def lease_end(self, service: str) -> float | None:
+        """When service ``service``'s lease runs out, or None if it never had one."""
         with self._lock:
             row = self._db.execute(
-                "SELECT heartbeat FROM services WHERE id=?", (service,)
+                "SELECT heartbeat + lease_s FROM services WHERE id=?", (service,)
             ).fetchone()
         return None if row is None else float(row[0])
 
-    def claim_lapsed(self, service: str, now: float, lease_s: float) -> list[int]:
-        """Requeue every job held by another service whose lease is older than ``lease_s``
-        seconds at ``now`` (or which never had one): PENDING with one more restart and the
+    def claim_lapsed(self, service: str, now: float) -> list[int]:
+        """Requeue every job held by another service whose lease (its own length) ran out
+        before ``now`` (or which never had one): PENDING with one more restart and the
         GPU time of its run added, or CANCELLED if it was being cancelled. Each is a
         conditional update on the job's owner and attempt, so a job is taken over once
         whoever else tries. Returns the jobs taken over."""
@@ -542,9 +548,9 @@ class Store:
             lapsed = db.execute(
                 "SELECT seq, attempt, owner, gpus, run_start, cancel_requested FROM jobs "
                 f"WHERE state IN ({marks}) AND owner IS NOT NULL AND owner<>? AND NOT EXISTS "
-                "(SELECT 1 FROM services WHERE services.id=jobs.owner AND heartbeat>=?) "
+                "(SELECT 1 FROM services WHERE services.id=jobs.owner AND heartbeat+lease_s>=?) "
                 "ORDER BY seq",
-                (*HOLDING, service, now - lease_s),
+                (*HOLDING, service, now),
             ).fetchall()
             for seq, attempt, owner, gpus, run_start, cancelling in lapsed:
                 held = gpus * max(0.0, now - (run_start if run_start is not None else now))
