@@ -10,6 +10,7 @@
    until all are final (:mod:`dlsched.testing.live_run`). ``--kill-node NODE --kill-at T`` kills
    that node's raylet in each run at the first poll at least T seconds in when jobs hold GPUs
    there (fault injection: its jobs die with it), and starts the node again after the run.
+   The jobs it took down are those the service queued again because the node was lost.
 3. Check and print: every job COMPLETED; exactly once (one attempt of each job exited 0, from
    the back end's exit files); no GPU held by two jobs at once (from the jobs' own
    ``gpu_log.txt``: node names and the ``CUDA_VISIBLE_DEVICES`` Ray gave them); every
@@ -76,7 +77,7 @@ def run_policy(cluster_file: Path, policy: str, args: argparse.Namespace) -> dic
             if not victims:
                 return  # a node without jobs would test nothing: wait until some run there
             remove_node_here(args.kill_node)
-            killed.update(at_s=round(elapsed, 1), jobs_on_node=victims)
+            killed.update(node=args.kill_node, at_s=round(elapsed, 1), jobs_on_node=victims)
             print(
                 f"  killed {args.kill_node} at {elapsed:.0f} s; jobs on it: {victims}", flush=True
             )
@@ -89,9 +90,7 @@ def run_policy(cluster_file: Path, policy: str, args: argparse.Namespace) -> dic
             on_tick=inject,
             label=policy,
         )
-        events = {
-            j: service.call("GET", f"/jobs/{j}/events") for j in killed.get("jobs_on_node", [])
-        }
+        events = {r["id"]: service.call("GET", f"/jobs/{r['id']}/events") for r in records}
     if killed:
         node = next(n for n in NODES if n.name == args.kill_node)
         start_node_here(node)
@@ -130,17 +129,25 @@ def check(
     }
     if killed:
         by_id = {r["id"]: r for r in records}
+        loss = f"{killed['node']} was lost"
+        # The jobs the node took down, from the service's own records (the snapshot taken at
+        # the kill may name a job that had just exited, or miss one just launched there).
+        lost = sorted(
+            job
+            for job, evs in events.items()
+            if any(loss in str(e["detail"].get("reason")) for e in evs if e["kind"] == "requeued")
+        )
         summary["node_killed"] = killed
         summary["lost_jobs"] = {
             job: {
-                "requeued_because": [e["detail"] for e in events[job] if e["kind"] == "requeued"],
                 "runs_on": [run.node for run in read_gpu_log(root / "jobs" / job / "gpu_log.txt")]
                 if (root / "jobs" / job / "gpu_log.txt").exists()
                 else [],
+                "restarts": by_id[job]["restarts"],
                 "final": by_id[job]["state"],
                 "finished_on": by_id[job].get("nodes"),
             }
-            for job in killed["jobs_on_node"]
+            for job in lost
         }
     return summary
 
