@@ -204,25 +204,56 @@ def test_a_restarted_service_adopts_its_jobs_and_a_stopped_one_loses_them(db_url
     assert [r.stop_at for r in stopped] == [clock.now]
 
 
-def test_an_upgraded_store_gives_running_jobs_to_its_instance(tmp_path: Path) -> None:
+def _raw(db: str, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+    """Run ``statements`` (``?`` placeholders) in one committed transaction beside the store."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            for sql, args in statements:
+                pg.execute(sql.replace("?", "%s"), args)
+        return
     import sqlite3
 
-    db = tmp_path / "state.db"
-    store = Store(db)
+    lite = sqlite3.connect(db)
+    try:
+        for sql, args in statements:
+            lite.execute(sql, args)
+        lite.commit()
+    finally:
+        lite.close()
+
+
+def test_an_upgraded_store_gives_running_jobs_to_its_instance(db_url: str) -> None:
+    store = Store(db_url)
     (seq,) = submit(store, Clock(), 1)
     assert store.mark_started(seq, {"n0": [0, 1]}, 1001.0) is not None
     instance = store.instance
     store.close()
-    raw = sqlite3.connect(db)
-    # Back to the version 1 schema: no owner column.
-    raw.execute("ALTER TABLE jobs DROP COLUMN owner")
-    raw.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
-    raw.commit()
-    raw.close()
-    store = Store(db)
+    # Back to the version 1 schema: no owner column, elastic sizes keyed by (seq, attempt).
+    _raw(
+        db_url,
+        [
+            ("ALTER TABLE jobs DROP COLUMN owner", ()),
+            ("DROP TABLE elastic_attempts", ()),
+            (
+                "CREATE TABLE elastic_attempts (seq INTEGER NOT NULL, attempt INTEGER NOT NULL, "
+                "gpus INTEGER NOT NULL, batch_size INTEGER NOT NULL, PRIMARY KEY (seq, attempt))",
+                (),
+            ),
+            ("INSERT INTO elastic_attempts VALUES (?, 1, 2, 64)", (seq,)),
+            ("UPDATE meta SET value='1' WHERE key='schema_version'", ()),
+        ],
+    )
+    store = Store(db_url)
     assert store.schema_version == 2
     row = store.get(seq)
     assert row is not None and row.owner == instance and row.state == RUNNING
+    assert ElasticBook(store).attempt(seq, 1, row.owner) == AttemptSize(2, 64)
+    store.close()
+    again = Store(db_url)
+    assert again.schema_version == 2
+    again.close()
 
 
 def test_service_ids_are_kept_in_the_work_dir(tmp_path: Path) -> None:

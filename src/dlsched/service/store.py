@@ -59,6 +59,15 @@ __all__ = ["SCHEMA_VERSION", "Store", "StoreError"]
 
 SCHEMA_VERSION = 2
 
+_ELASTIC_ATTEMPTS = """CREATE TABLE IF NOT EXISTS elastic_attempts (
+    seq BIGINT NOT NULL,
+    attempt INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    gpus INTEGER NOT NULL,
+    batch_size INTEGER NOT NULL,
+    PRIMARY KEY (seq, attempt, owner)
+)"""
+
 # {id} and {real} are the dialect's DDL types; "user" is quoted: a reserved word in PostgreSQL.
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -106,14 +115,7 @@ _TABLES = (
     max_gpus INTEGER NOT NULL,
     batch_size INTEGER NOT NULL
 )""",
-    """CREATE TABLE IF NOT EXISTS elastic_attempts (
-    seq BIGINT NOT NULL,
-    attempt INTEGER NOT NULL,
-    owner TEXT NOT NULL,
-    gpus INTEGER NOT NULL,
-    batch_size INTEGER NOT NULL,
-    PRIMARY KEY (seq, attempt, owner)
-)""",
+    _ELASTIC_ATTEMPTS,
 )
 
 _COLUMNS = (
@@ -189,12 +191,21 @@ class Store:
 
     @staticmethod
     def _upgrade_from_1(db: Dialect) -> None:
-        """Version 1 had one service per store, running under the store's instance id."""
+        """Version 1 had one service per store, running under the store's instance id (and
+        elastic attempt sizes, in SQLite stores only, keyed without their owner)."""
+        instance = "(SELECT value FROM meta WHERE key='instance')"
+        if "owner" not in db.columns("elastic_attempts"):
+            db.execute("ALTER TABLE elastic_attempts RENAME TO elastic_attempts_v1")
+            db.execute(_ELASTIC_ATTEMPTS)
+            db.execute(
+                "INSERT INTO elastic_attempts (seq, attempt, owner, gpus, batch_size) "
+                f"SELECT seq, attempt, {instance}, gpus, batch_size FROM elastic_attempts_v1"
+            )
+            db.execute("DROP TABLE elastic_attempts_v1")
         db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
         marks = ",".join("?" * len(HOLDING))
         db.execute(
-            "UPDATE jobs SET owner=(SELECT value FROM meta WHERE key='instance') "
-            f"WHERE state IN ({marks})",
+            f"UPDATE jobs SET owner={instance} WHERE state IN ({marks})",
             HOLDING,
         )
         db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))

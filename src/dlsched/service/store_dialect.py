@@ -76,6 +76,10 @@ class Dialect(ABC):
         self.execute("ROLLBACK")
 
     @abstractmethod
+    def columns(self, table: str) -> list[str]:
+        """The column names of ``table`` (a name the store wrote, never user input)."""
+
+    @abstractmethod
     def create_schema(self, tables: Sequence[str]) -> None:
         """Create ``tables`` (``IF NOT EXISTS`` statements) and the append-only triggers of
         ``events``, in one transaction that no other store opening runs alongside."""
@@ -115,6 +119,9 @@ class SqliteDialect(Dialect):
     def begin_read(self) -> None:
         # A deferred transaction takes its WAL snapshot at its first read and keeps it.
         self._db.execute("BEGIN")
+
+    def columns(self, table: str) -> list[str]:
+        return [str(r[1]) for r in self._db.execute(f"PRAGMA table_info({table})").fetchall()]
 
     def create_schema(self, tables: Sequence[str]) -> None:
         self.begin_write()
@@ -178,6 +185,14 @@ class PostgresDialect(Dialect):
 
     def begin_read(self) -> None:
         self._db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    def columns(self, table: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %s",
+            (table,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def create_schema(self, tables: Sequence[str]) -> None:
         self.begin_write()
