@@ -361,3 +361,36 @@ def test_two_running_services_on_one_database_get_their_own_ids(
         r.request.job_id for be in backends if isinstance(be, FakeBackend) for r in be.history
     )
     assert launched == {f"j{seq}": 1 for seq in seqs}
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--service-id", "a b", "service_id (--service-id): 'a b' is not a service id"),
+        ("--lease", "0", "lease_s (--lease): must be a positive number of seconds"),
+    ],
+)
+def test_serve_refuses_a_bad_service_id_or_lease(
+    tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli.main import app
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "serve",
+            "--backend",
+            "fake",
+            "--db",
+            str(tmp_path / "s.db"),
+            "--work-dir",
+            str(tmp_path / "jobs"),
+            option,
+            value,
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not (tmp_path / "jobs" / SERVICE_ID_FILE).exists()
