@@ -132,3 +132,32 @@ def test_ones_moves_a_running_job_only_after_an_epoch_and_the_hold() -> None:
     jobs = specs(MIXED)
     ElasticSimulator(jobs, view("2x4"), policy, ElasticConfig(), PerfBook()).run()
     assert policy.violations == []
+
+
+@dataclass
+class DrawsRecorded(Ones):
+    """ONES, recording each round's progress quantile and GPUs (before the round) per job."""
+
+    draws: list[dict[int, tuple[int, float]]] = field(default_factory=list)
+
+    def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
+        answer = super().decide(now, jobs)
+        self.draws.append({j.index: (j.gpus, self.quantiles[j.index]) for j in jobs})
+        return answer
+
+
+def test_ones_keeps_a_running_jobs_draw_and_redraws_a_waiting_ones() -> None:
+    policy = DrawsRecorded(hold_s=120.0)
+    ElasticSimulator(specs(MIXED), view("2x4"), policy, ElasticConfig(), PerfBook()).run()
+    kept = redrawn = 0
+    for before, after in zip(policy.draws, policy.draws[1:], strict=False):
+        for i, (gpus, q) in after.items():
+            if i not in before:
+                continue
+            if gpus > 0 and before[i][0] > 0:
+                assert q == before[i][1], f"job {i} redrawn while running"
+                kept += 1
+            elif gpus == 0:
+                assert q != before[i][1], f"job {i} kept its draw while waiting"
+                redrawn += 1
+    assert kept > 0 and redrawn > 0

@@ -9,9 +9,10 @@ target ``log b`` with ``b = k (1 − ρ_k) / ρ_k`` (the Beta whose mean is the 
 actually done then). The paper uses a small neural network; we use scikit-learn's
 ``GradientBoostingRegressor`` (40 trees of depth 3, seeded), which fits in milliseconds and is
 refit after every round in which jobs finish. Losses come from the metrics with
-:func:`dlsched.perf.optimus.loss_from_metric`. The paper samples ``ρ`` at each use; we draw
-one uniform quantile per job and map it through the current Beta's inverse CDF
-(:meth:`BetaProgressPredictor.rho`), so a job's draw moves only when its posterior does.
+:func:`dlsched.perf.optimus.loss_from_metric`. The paper samples ``ρ`` at each use; the
+caller gives one uniform quantile per job, mapped through the current Beta's inverse CDF
+(:meth:`BetaProgressPredictor.rho`), so a draw kept by the caller moves only when its posterior
+does (ONES keeps a running job's quantile and redraws a waiting job's every round).
 """
 
 from __future__ import annotations

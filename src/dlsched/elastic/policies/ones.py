@@ -23,11 +23,16 @@ Our adaptations, and why (the first alone left ONES losing to Tiresias on 7 of t
 workloads, with 3–9 restarts per job at 30 s each; see bench/RESULTS.md):
 
 - The paper evolves every second; here ``generations`` per 60-s round.
-- Common random numbers: the paper samples each job's ``ρ`` at every use. Resampled every
-  round, the fittest schedule flipped on noise alone and jobs restarted for nothing. We draw
-  one uniform quantile per job, once, and map it through the job's current Beta posterior
-  (:meth:`BetaProgressPredictor.rho`), so ``ρ`` moves only when the posterior does (a new
-  epoch, a refit), and every candidate of a round is scored against the same draw.
+- Common random numbers for running jobs: the paper samples each job's ``ρ`` at every use.
+  Resampled every round, the fittest schedule flipped on noise alone and jobs restarted for
+  nothing. A running job keeps one uniform quantile, mapped through its current Beta
+  posterior (:meth:`BetaProgressPredictor.rho`), so its ``ρ`` moves only when the posterior
+  does (a new epoch, a refit); every candidate of a round is scored against the same draws.
+  A job that is not running is redrawn every round, as in the paper: its posterior moves only
+  with its epochs, so a fixed unlucky draw (a small ``ρ``, a long predicted remaining time)
+  of a preempted job never moved and starved it for good (Pollux workload 5, seed 1: bert and
+  deepspeech2 jobs preempted after their first epoch waited up to about 30,000 s, their ``ρ``
+  fixed at 0.009–0.08 though the bert jobs were half done; see bench/RESULTS.md).
 - Restart charge: the fitness adds ``restart_s`` × GPUs for every job whose slots differ from
   the current schedule (a start included), the GPU-seconds the simulator loses to restarts.
   The paper's testbed had no 30-s restart delay to weigh.
@@ -149,7 +154,10 @@ class Ones(ElasticPolicy):
         pinned = {i: slots for i, slots in held.items() if i not in eligible}
         caps = {i: len(pinned[i]) if i in pinned else self.caps[i] for i in by_index}
         for j in jobs:
-            if j.index not in self.quantiles:
+            # A waiting job is redrawn every round, as the paper samples at each use: fixed,
+            # an unlucky draw of a job that no longer runs never moves (its posterior moves
+            # only with its epochs), and the job starved for good.
+            if j.index not in self.quantiles or j.gpus == 0:
                 self.quantiles[j.index] = float(self.np_rng.random())
         rho = self.predictor.rho(jobs, self.quantiles)
         samples = {j.index: j.samples for j in jobs}
