@@ -57,6 +57,14 @@ def test_bad_power_options_are_named(tmp_path: Path) -> None:
     cases = {
         ("--power-manager", "sleepy"): "unknown power manager 'sleepy'",
         ("--power-manager", "reactive", "--power-opt", "timeout"): "--power-opt expects KEY=VALUE",
+        (
+            "--power-manager",
+            "reactive",
+            "--power-opt",
+            "idle_timeout_s=60",
+            "--power-opt",
+            "idle_timeout_s=90",
+        ): "--power-opt gives 'idle_timeout_s' twice",
         ("--power-manager", "reactive", "--power-opt", "idle_timeout_s=soon"): "idle_timeout_s",
         ("--power-manager", "ces", "--power-opt", "forecaster=oracle"): "unknown forecaster",
         ("--wake-latency", "-5"): "wake_latency_s must be finite and >= 0",

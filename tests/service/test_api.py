@@ -164,3 +164,17 @@ def test_docs_and_dashboard_are_served(setup) -> None:  # type: ignore[no-untype
     spec = client.get("/openapi.json").json()
     assert "/jobs" in spec["paths"] and "/metrics" in spec["paths"]
     assert "dashboard here" in client.get("/").text
+
+
+def test_cluster_marks_nodes_the_back_end_reports_down(setup) -> None:  # type: ignore[no-untyped-def]
+    client, h, _, _ = setup
+    h.controller.step()
+    assert all(n["up"] for n in client.get("/cluster").json()["nodes"])
+    h.backend.fail_node("node-001")
+    h.controller.step()
+    up = {n["name"]: n["up"] for n in client.get("/cluster").json()["nodes"]}
+    assert up["node-001"] is False
+    assert all(v for name, v in up.items() if name != "node-001")
+    h.backend.restore_node("node-001")
+    h.controller.step()
+    assert all(n["up"] for n in client.get("/cluster").json()["nodes"])

@@ -28,12 +28,17 @@ POWER_KEYS = (
 
 
 def parse_options(items: list[str], flag: str = "--policy-opt") -> dict[str, str]:
+    """Read repeated ``KEY=VALUE`` items of ``flag`` into a dict; a malformed item or a key
+    given twice raises ``ValueError`` naming the flag (a repeat is never silently dropped)."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
+        key = key.strip()
         if not sep or not key:
             raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
+        if key in out:
+            raise ValueError(f"{flag} gives {key!r} twice ({out[key]!r} and {value.strip()!r})")
+        out[key] = value.strip()
     return out
 
 

@@ -138,6 +138,7 @@ def create_app(
             for node, gpus in (row.gpu_ids or {}).items():
                 for g in gpus:
                     holder[(node, g)] = row.id
+        down = controller.down_nodes()
         return {
             "policy": ctx.policy,
             "nodes": [
@@ -147,7 +148,7 @@ def create_app(
                     "gpus": [
                         {"index": g, "job_id": holder.get((n.name, g))} for g in range(n.gpus)
                     ],
-                    "up": True,
+                    "up": n.name not in down,
                 }
                 for n in controller.cluster.nodes
             ],

@@ -154,6 +154,7 @@ class Controller:
         self._cells: dict[tuple[int, int], int] = {}
         self._reported: dict[int, tuple[float | None, float | None]] = {}
         self._status: dict[int, Mapping[str, Any]] = {}
+        self._down: frozenset[str] = frozenset()
         self._sched: Scheduler | None = None
         self._unsaved: set[int] = set()
         self._saved_at = time.monotonic()
@@ -402,10 +403,23 @@ class Controller:
         with self._lock:
             return dict(self._reported)
 
+    def down_nodes(self) -> frozenset[str]:
+        """The nodes the back end reported lost, drained or down at the last cycle."""
+        with self._lock:
+            return self._down
+
+    def _observe_unavailable_nodes(self) -> frozenset[str]:
+        """Ask the back end which nodes take no new job now, and remember the answer for
+        ``down_nodes``."""
+        down = self.backend.unavailable_nodes()
+        with self._lock:
+            self._down = down
+        return down
+
     def _exclude_unavailable_nodes(self) -> None:
         """Keep nodes the back end reports lost or drained out of the plans (a node still
         holding jobs is taken out once they leave it) and bring them back when they return."""
-        down = self.backend.unavailable_nodes()
+        down = self._observe_unavailable_nodes()
         state = self._state
         for node, name in enumerate(state.node_names):
             up = name not in down

@@ -207,7 +207,7 @@ class ElasticController(Controller):
         self, jobs: list[LiveElasticJob], answer: dict[str, Allocation], now: float
     ) -> int:
         """Start the pending jobs the answer allocates whose GPUs are free; how many started."""
-        down = self.backend.unavailable_nodes()
+        down = self._observe_unavailable_nodes()
         free: dict[str, list[int]] = {}
         for n, spec in enumerate(self.cluster.nodes):
             free[spec.name] = [g for g in range(spec.gpus) if (n, g) not in self._cells]
