@@ -3,14 +3,22 @@ back end, driven from event to event."""
 
 from __future__ import annotations
 
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import uvicorn
 
 from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
 from dlsched.service.controller import Controller
 from dlsched.service.records import FINAL, PREEMPTING, NewJob
+from dlsched.service.server import Service, ServiceConfig, bind
 from dlsched.service.store import Store
 
 
@@ -98,3 +106,38 @@ def make_harness(
 
 def all_final(store: Store) -> bool:
     return all(r.state in FINAL for r in store.jobs())
+
+
+def check_no_double_booking(backend: FakeBackend) -> None:
+    """Assert that no GPU was held by two runs of ``backend`` at once (from its run history)."""
+    cells: dict[tuple[str, int], list[tuple[float, float, str]]] = {}
+    for run in backend.history:
+        for node, gpus in run.request.gpu_ids.items():
+            for g in gpus:
+                cells.setdefault((node, g), []).append((run.begin, run.end, run.request.request_id))
+    for cell, spans in cells.items():
+        spans.sort()
+        for (_, e1, r1), (b2, _, r2) in itertools.pairwise(spans):
+            assert e1 <= b2, f"GPU {cell} held by {r1} until {e1} and by {r2} from {b2}"
+
+
+@contextmanager
+def serving(config: ServiceConfig) -> Iterator[tuple[str, Service]]:
+    """Run ``config``'s service with its control loop and a real uvicorn server on a free
+    loopback port; yield the base URL and the service, and stop both on exit."""
+    service = Service(config)
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(service.app, log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    service.start()
+    thread.start()
+    try:
+        while not srv.started:
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}", service
+    finally:
+        srv.should_exit = True
+        thread.join(10)
+        service.stop()
+        sock.close()

@@ -4,17 +4,16 @@ and ``dlsched serve``'s errors for bad options."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from dlsched.cli.main import app
-from dlsched.service.server import Service, ServiceConfig, bind
+from dlsched.service.server import Service, ServiceConfig
+from tests.service.helpers import serving
 
 runner = CliRunner()
 
@@ -29,20 +28,8 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path, Service]]:
         round_s=0.2,
         poll_s=0.05,
     )
-    service = Service(config)
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(service.app, log_level="warning"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    service.start()
-    thread.start()
-    while not srv.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", config.token_path, service
-    srv.should_exit = True
-    thread.join(10)
-    service.stop()
-    sock.close()
+    with serving(config) as (url, service):
+        yield url, config.token_path, service
 
 
 def test_submit_jobs_cancel(server: tuple[str, Path, Service], monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,6 @@ schedule (start and end of every job) equals the simulator's on the same workloa
 
 from __future__ import annotations
 
-import itertools
 import random
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from dlsched.service.store import Store
 from dlsched.sim.config import CheckpointConfig, SimConfig
 from dlsched.sim.simulator import simulate
 from dlsched.trace.schema import JobSpec, Trace
-from tests.service.helpers import Clock, Harness, make_harness
+from tests.service.helpers import Clock, Harness, check_no_double_booking, make_harness
 
 POLICIES = sorted(policies())
 EVENT_DRIVEN_EQUIVALENT = ("fifo", "sjf", "srtf")
@@ -40,18 +39,6 @@ def workload(seed: int, n: int = 30) -> list[tuple[float, str, int, float]]:
     return out
 
 
-def check_no_double_booking(h: Harness) -> None:
-    cells: dict[tuple[str, int], list[tuple[float, float, str]]] = {}
-    for run in h.backend.history:
-        for node, gpus in run.request.gpu_ids.items():
-            for g in gpus:
-                cells.setdefault((node, g), []).append((run.begin, run.end, run.request.request_id))
-    for cell, spans in cells.items():
-        spans.sort()
-        for (_, e1, r1), (b2, _, r2) in itertools.pairwise(spans):
-            assert e1 <= b2, f"GPU {cell} held by {r1} until {e1} and by {r2} from {b2}"
-
-
 @pytest.mark.parametrize("policy", POLICIES)
 def test_every_job_completes_once_without_double_booking(tmp_path: Path, policy: str) -> None:
     h = make_harness(tmp_path, policy)
@@ -65,7 +52,7 @@ def test_every_job_completes_once_without_double_booking(tmp_path: Path, policy:
         assert kinds.count("started") == r.restarts + 1 == r.attempt
         assert r.end_time is not None and r.start_time is not None
         assert r.submit_time <= r.start_time < r.end_time
-    check_no_double_booking(h)
+    check_no_double_booking(h.backend)
     assert h.backend.launches == sum(r.attempt for r in rows)
     if not create_policy(policy).preemptive:
         assert all(r.restarts == 0 for r in rows)
@@ -177,4 +164,4 @@ def test_jobs_of_a_lost_node_are_rescheduled_elsewhere(tmp_path: Path, policy: s
     assert sum(r.restarts for r in rows) >= 1
     later = [r for r in h.backend.history if r.begin > lost_at]
     assert later and all(node not in r.request.gpu_ids for r in later)
-    check_no_double_booking(h)
+    check_no_double_booking(h.backend)

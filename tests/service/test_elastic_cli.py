@@ -4,19 +4,17 @@ the store, bad ones are refused."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from dlsched.cli.main import app
 from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.elastic_controller import ElasticController
-from dlsched.service.server import Service, ServiceConfig, bind
+from dlsched.service.server import Service, ServiceConfig
+from tests.service.helpers import serving
 
 runner = CliRunner()
 
@@ -33,20 +31,8 @@ def server(tmp_path: Path, db_url: str) -> Iterator[tuple[list[str], Service]]:
         round_s=0.2,
         poll_s=0.05,
     )
-    service = Service(config)
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(service.app, log_level="warning"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    service.start()
-    thread.start()
-    while not srv.started:
-        time.sleep(0.02)
-    yield ["--url", f"http://127.0.0.1:{port}", "--token-file", str(config.token_path)], service
-    srv.should_exit = True
-    thread.join(10)
-    service.stop()
-    sock.close()
+    with serving(config) as (url, service):
+        yield ["--url", url, "--token-file", str(config.token_path)], service
 
 
 def test_submit_elastic_job(server: tuple[list[str], Service]) -> None:

@@ -24,7 +24,7 @@ from dlsched.service.elastic_controller import ElasticController
 from dlsched.service.elastic_setup import build_controller, create_service_policy, elastic_name
 from dlsched.service.records import COMPLETED, PREEMPTING, NewJob
 from dlsched.service.store import Store
-from tests.service.helpers import Clock
+from tests.service.helpers import Clock, check_no_double_booking
 
 DURATION_S = 1800.0
 TOTAL_SAMPLES = 90_000
@@ -103,18 +103,6 @@ def runs_of(live: Live, job_id: str) -> list[Any]:
     return [r for r in live.backend.history if r.request.job_id == job_id]
 
 
-def check_no_double_booking(live: Live) -> None:
-    cells: dict[tuple[str, int], list[tuple[float, float, str]]] = {}
-    for run in live.backend.history:
-        for node, gpus in run.request.gpu_ids.items():
-            for g in gpus:
-                cells.setdefault((node, g), []).append((run.begin, run.end, run.request.request_id))
-    for cell, spans in cells.items():
-        spans.sort()
-        for (_, e1, r1), (b2, _, r2) in itertools.pairwise(spans):
-            assert e1 <= b2, f"GPU {cell} held by {r1} until {e1} and by {r2} from {b2}"
-
-
 @pytest.mark.parametrize("policy", ["pollux", "ones"])
 def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str, db_url: str) -> None:
     live = Live(tmp_path, policy, db=db_url)
@@ -143,7 +131,7 @@ def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str, db
     assert kinds.count("completed") == 1 and kinds.count("started") == len(runs)
     row = live.store.get(seq)
     assert row is not None and row.state == COMPLETED and row.restarts == len(runs) - 1
-    check_no_double_booking(live)
+    check_no_double_booking(live.backend)
 
 
 def test_measured_throughputs_reach_the_policy(tmp_path: Path) -> None:
@@ -175,7 +163,7 @@ def test_several_jobs_share_the_cluster_without_double_booking(tmp_path: Path) -
         assert row is not None and row.state == COMPLETED
         kinds = [k for _, k, _ in live.store.events(seq)]
         assert kinds.count("completed") == 1
-    check_no_double_booking(live)
+    check_no_double_booking(live.backend)
     assert live.ctl.resizes > 0
 
 
@@ -192,7 +180,7 @@ def test_every_elastic_policy_runs_live(tmp_path: Path, policy: str) -> None:
     seqs = [live.submit(f"j{i}", gpus=1 + i % 3, max_gpus=4) for i in range(4)]
     live.run()
     assert all((r := live.store.get(s)) is not None and r.state == COMPLETED for s in seqs)
-    check_no_double_booking(live)
+    check_no_double_booking(live.backend)
 
 
 @pytest.fixture
@@ -284,7 +272,7 @@ def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path, db_
             attempt = int(run.request.request_id.split(".")[1])
             size = again.book.attempt(seq, attempt, again.service_id)
             assert size is not None and size.batch_size == run.request.batch_size
-    check_no_double_booking(live)
+    check_no_double_booking(live.backend)
 
 
 def test_cancelling_a_running_elastic_job_frees_its_gpus(tmp_path: Path) -> None:
@@ -306,7 +294,7 @@ def test_cancelling_a_running_elastic_job_frees_its_gpus(tmp_path: Path) -> None
     assert done is not None and done.state == "CANCELLED"
     after = live.store.get(second)
     assert after is not None and after.state == COMPLETED
-    check_no_double_booking(live)
+    check_no_double_booking(live.backend)
 
 
 def test_a_job_stored_without_its_elastic_spec_is_cancelled(tmp_path: Path) -> None:
