@@ -196,6 +196,12 @@ def _when(t: float | None) -> str:
     return "" if t is None else time.strftime("%H:%M:%S", time.localtime(t))
 
 
+def _gpus_cell(record: dict[str, Any]) -> str:
+    """The GPUs a job holds now, and what it asked for when an elastic policy changed it."""
+    now, asked = record["gpus"], record.get("gpus_requested", record["gpus"])
+    return str(now) if now == asked else f"{now} (asked {asked})"
+
+
 def jobs(
     state: Annotated[str | None, typer.Option(help="Only jobs in this state.")] = None,
     user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
@@ -203,7 +209,8 @@ def jobs(
     url: UrlOpt = None,
     token_file: TokenOpt = None,
 ) -> None:
-    """List jobs: queue, running and finished, with their GPUs and nodes."""
+    """List jobs: queue, running and finished, with the GPUs they hold (an elastic job: its
+    current count, and the requested one beside it when they differ) and their nodes."""
     with _client(url, token_file) as client:
         records = client.jobs(state, user)
     if as_json:
@@ -233,7 +240,7 @@ def jobs(
             r["name"],
             r["user"],
             r["state"],
-            str(r["gpus"]),
+            _gpus_cell(r),
             where,
             "" if r.get("priority") is None else str(r["priority"]),
             _when(r["submit_time"]),

@@ -20,6 +20,11 @@ FINAL = (COMPLETED, FAILED, CANCELLED)
 GpuIds = dict[str, list[int]]
 
 
+def held_gpus(gpu_ids: GpuIds | None) -> int:
+    """How many GPUs ``gpu_ids`` (node → GPU indices) names."""
+    return sum(len(g) for g in (gpu_ids or {}).values())
+
+
 def job_id_of(seq: int) -> str:
     """The public id of the job stored as row ``seq``."""
     return f"j{seq}"
@@ -53,8 +58,10 @@ class NewJob:
 @dataclass(frozen=True, slots=True)
 class JobRow:
     """A job as stored. ``attempt`` counts launches; the current launch's back-end request id
-    is :attr:`request_id`. ``run_start`` is when the current run began; ``attained_gpu_s``
-    sums GPUs × seconds of finished runs. ``pid``/``pid_start`` identify the current process;
+    is :attr:`request_id`. ``gpus`` is the requested count; ``gpu_ids`` are the GPUs the current
+    attempt holds (for an elastic job, the count its policy chose). ``run_start`` is when the
+    current run began; ``attained_gpu_s`` sums, over finished runs, the GPUs the run held
+    (its ``gpu_ids``) × its seconds. ``pid``/``pid_start`` identify the current process;
     ``owner`` is the id of the service that started the current attempt."""
 
     seq: int
@@ -92,15 +99,25 @@ class JobRow:
         """The back-end request id of the current attempt (``<job id>.<attempt>``)."""
         return request_id_of(self.seq, self.attempt)
 
+    @property
+    def gpus_now(self) -> int:
+        """The GPUs the job holds now while it holds any (running or preempting), else the
+        requested count."""
+        held = held_gpus(self.gpu_ids)
+        return held if self.state in HOLDING and held else self.gpus
+
     def to_api(self, priority: int | None = None) -> dict[str, Any]:
-        """The contract's job record (``GET /jobs``)."""
+        """The contract's job record (``GET /jobs``): ``gpus`` is :attr:`gpus_now` (what an
+        elastic job holds now, which its policy may have changed), ``gpus_requested`` the
+        submitted count."""
         gpu_ids = self.gpu_ids or {}
         return {
             "id": self.id,
             "name": self.name,
             "user": self.user,
             "state": self.state,
-            "gpus": self.gpus,
+            "gpus": self.gpus_now,
+            "gpus_requested": self.gpus,
             "nodes": list(gpu_ids),
             "gpu_ids": gpu_ids,
             "priority": priority,

@@ -51,6 +51,7 @@ from dlsched.service.records import (
     GpuIds,
     JobRow,
     NewJob,
+    held_gpus,
 )
 from dlsched.service.store_dialect import Dialect, StoreError, open_dialect
 from dlsched.service.store_url import StoreTarget, parse_store_url
@@ -123,6 +124,13 @@ _COLUMNS = (
     "start_time, run_start, end_time, restarts, attempt, gpu_ids, pid, pid_start, "
     "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested, owner"
 )
+
+
+def _run_gpu_s(gpus: int, gpu_ids: str | None, run_start: float | None, now: float) -> float:
+    """GPU-seconds of the current run at ``now``: the GPUs the attempt holds (its ``gpu_ids``,
+    which for an elastic job may differ from the requested ``gpus``) times its run time."""
+    held = gpus if gpu_ids is None else held_gpus(json.loads(gpu_ids))
+    return held * max(0.0, now - (run_start if run_start is not None else now))
 
 
 def _row(r: tuple[Any, ...]) -> JobRow:
@@ -462,14 +470,14 @@ class Store:
         marks = ",".join("?" * len(HOLDING))
         with self._tx() as db:
             found = db.execute(
-                f"SELECT gpus, run_start FROM jobs WHERE seq=? AND attempt=? AND state IN "
-                f"({marks})",
+                f"SELECT gpus, gpu_ids, run_start FROM jobs WHERE seq=? AND attempt=? AND "
+                f"state IN ({marks})",
                 (seq, attempt, *HOLDING),
             ).fetchone()
             if found is None:
                 return False
-            gpus, run_start = found
-            held = gpus * max(0.0, now - (run_start if run_start is not None else now))
+            gpus, gpu_ids, run_start = found
+            held = _run_gpu_s(gpus, gpu_ids, run_start, now)
             # The same condition again: the update itself decides who applies the transition.
             still = f"WHERE seq=? AND attempt=? AND state IN ({marks})"
             if outcome == PENDING:
@@ -557,14 +565,14 @@ class Store:
         taken: list[int] = []
         with self._tx() as db:
             lapsed = db.execute(
-                "SELECT seq, attempt, owner, gpus, run_start, cancel_requested FROM jobs "
+                "SELECT seq, attempt, owner, gpus, gpu_ids, run_start, cancel_requested FROM jobs "
                 f"WHERE state IN ({marks}) AND owner IS NOT NULL AND owner<>? AND NOT EXISTS "
                 "(SELECT 1 FROM services WHERE services.id=jobs.owner AND heartbeat+lease_s>=?) "
                 "ORDER BY seq",
                 (*HOLDING, service, now),
             ).fetchall()
-            for seq, attempt, owner, gpus, run_start, cancelling in lapsed:
-                held = gpus * max(0.0, now - (run_start if run_start is not None else now))
+            for seq, attempt, owner, gpus, gpu_ids, run_start, cancelling in lapsed:
+                held = _run_gpu_s(gpus, gpu_ids, run_start, now)
                 reason = f"service {owner} stopped renewing its lease"
                 if cancelling:
                     cur = db.execute(
