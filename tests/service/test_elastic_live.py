@@ -31,9 +31,10 @@ TOTAL_SAMPLES = 90_000
 RATE_PER_GPU = 50.0
 
 
-def report(clock: Clock) -> Any:
+def report(clock: Clock, scaling: bool = True) -> Any:
     """The status a fake training job reports: its share of work done, and a throughput of
-    ``RATE_PER_GPU`` per GPU (so the policy can tell sizes apart)."""
+    ``RATE_PER_GPU`` per GPU (so the policy can tell sizes apart), or with ``scaling=False``
+    ``RATE_PER_GPU`` whatever its GPUs (a job that does not speed up)."""
 
     def status(request: LaunchRequest, worked_s: float) -> Mapping[str, Any]:
         fraction = min(worked_s / DURATION_S, 1.0)
@@ -41,7 +42,7 @@ def report(clock: Clock) -> Any:
             "progress": fraction,
             "samples": round(fraction * TOTAL_SAMPLES),
             "total_samples": TOTAL_SAMPLES,
-            "samples_per_s": RATE_PER_GPU * request.num_gpus,
+            "samples_per_s": RATE_PER_GPU * (request.num_gpus if scaling else 1),
             "num_gpus": request.num_gpus,
             "batch_size": request.batch_size,
             "time": clock(),
@@ -52,10 +53,17 @@ def report(clock: Clock) -> Any:
 
 
 class Live:
-    def __init__(self, tmp: Path, policy: str, cluster: str = "1x4", db: str | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        policy: str,
+        cluster: str = "1x4",
+        db: str | None = None,
+        scaling: bool = True,
+    ) -> None:
         self.clock = Clock()
         self.store = Store(db or tmp / "state.db")
-        self.backend = FakeBackend(self.clock, status_of=report(self.clock))
+        self.backend = FakeBackend(self.clock, status_of=report(self.clock, scaling))
         ctl = build_controller(
             create_service_policy(policy, {}),
             self.store,
@@ -152,6 +160,27 @@ def test_measured_throughputs_reach_the_policy(tmp_path: Path) -> None:
         for n, values in table.items():
             assert 1 <= len(values) <= 5
             assert values == (RATE_PER_GPU * n,) * len(values)
+
+
+@pytest.mark.parametrize("scaling", [True, False])
+def test_pollux_sizes_a_job_by_its_measured_throughputs(tmp_path: Path, scaling: bool) -> None:
+    live = Live(tmp_path, "pollux", scaling=scaling)
+    seq = live.submit("measured")
+    live.run(round_s=60.0)
+    runs = runs_of(live, f"j{seq}")
+    sizes = [r.request.num_gpus for r in runs]
+    at_four = sum(r.end - r.begin for r in runs if r.request.num_gpus == 4)
+    total = sum(r.end - r.begin for r in runs)
+    assert sizes[:2] == [1, 2], sizes  # grown once while only one size is measured
+    if scaling:
+        # Throughput grows with GPUs as profiled: grown to 4 and kept there.
+        assert sizes[-1] == 4 and at_four > total / 2, (sizes, at_four, total)
+    else:
+        # The same throughput at 1 and 2 GPUs: at most one round at 4 GPUs, then shrunk.
+        assert sizes[-1] <= 2 and at_four <= 60.0, (sizes, at_four, total)
+    measured = live.ctl.driver.perf
+    assert measured.measured(seq) == {}  # dropped once the job completed
+    check_no_double_booking(live.backend)
 
 
 def test_several_jobs_share_the_cluster_without_double_booking(tmp_path: Path) -> None:

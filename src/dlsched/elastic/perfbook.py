@@ -75,6 +75,12 @@ class PerfBook:
             self._goodput[key] = model
         return model
 
+    def revision(self, app: str) -> int:
+        """A number that changes whenever the step times this book gives for ``app`` change
+        (never here: the profiles are fixed; the live service's book feeds in measurements).
+        A policy caching a model derived from them keys it with this."""
+        return 0
+
     def efficiency(self, app: str) -> EfficiencyModel:
         return efficiency_model(app)
 

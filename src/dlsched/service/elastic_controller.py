@@ -169,8 +169,7 @@ class ElasticController(Controller):
         for job in jobs:
             row = job.row
             if row.state == RUNNING:
-                held = sum(len(g) for g in (row.gpu_ids or {}).values())
-                self.driver.observe(row.seq, job.status, held)
+                self.driver.observe(row.seq, job.status, row.gpu_ids, job.batch_size)
             history = run_history(self.store.events(row.seq), now)
             shown.append(LiveElasticJob(row, job.spec, history, job.batch_size, job.status))
         _, self._answer = self.driver.decide(now, shown)

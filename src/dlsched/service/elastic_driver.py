@@ -19,9 +19,13 @@ marks are kept in memory and measured again after one.
 
 Limits of the mapping: live jobs report no validation metric, so ``metrics`` holds the
 application profile's metric at each epoch the job passed (:func:`profile_metric`, what the
-simulator uses too) for ONES's Beta predictor and Optimus's loss-curve fit; Pollux and Optimus
-take step times from the profiles, not from the live throughputs (their interface reads the
-:class:`PerfBook`, which has no hook for measurements).
+simulator uses too) for ONES's Beta predictor and Optimus's loss-curve fit.
+
+Step times: the policy is bound to a :class:`~dlsched.service.live_perf.LivePerfBook` and each
+job's ``application`` is a :class:`~dlsched.service.live_perf.LiveApplication`, so the step
+times and goodput Pollux, Optimus, Gavel and Themis read are the job's measured ones where it
+has run and the profile's scaled by its measured/profile ratio elsewhere. Every throughput
+recorded for the policy is also recorded there, under the run's nodes, GPUs and per-GPU batch.
 """
 
 from __future__ import annotations
@@ -33,13 +37,13 @@ from types import MappingProxyType
 from typing import Any
 
 from dlsched.cluster.spec import ClusterSpec
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.policy import ElasticPolicy, validate
 from dlsched.elastic.run import cluster_view
 from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo
 from dlsched.perf.profiles import load_profile
 from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.records import GpuIds, JobRow
+from dlsched.service.live_perf import LiveApplication, LivePerfBook
+from dlsched.service.records import GpuIds, JobRow, held_gpus
 
 THROUGHPUT_HISTORY = 5
 """Measurements kept per GPU count (ONES averages the last five)."""
@@ -116,7 +120,7 @@ class ElasticDriver:
         self.policy = policy
         self.view = cluster_view(cluster)
         self.node_of = {n.name: n.index for n in self.view.nodes}
-        self.perf = PerfBook()
+        self.perf = LivePerfBook()
         policy.bind(self.view, self.perf, seed)
         self.tracks: dict[int, JobTrack] = {}
         self.rounds = 0
@@ -128,9 +132,18 @@ class ElasticDriver:
         pairs = sorted((self.node_of[node], len(gs)) for node, gs in gpu_ids.items() if gs)
         return Allocation(tuple(pairs), batch_size) if pairs else None
 
-    def observe(self, seq: int, status: Mapping[str, Any] | None, gpus: int) -> None:
-        """Take in job ``seq``'s latest report while it runs on ``gpus`` GPUs: progress always,
-        a throughput only from a fresh report of a run at that size."""
+    def observe(
+        self,
+        seq: int,
+        status: Mapping[str, Any] | None,
+        gpu_ids: GpuIds | None,
+        batch_size: int | None,
+    ) -> None:
+        """Take in job ``seq``'s latest report while it runs on ``gpu_ids`` at per-GPU batch
+        ``batch_size``: progress always, a throughput only from a fresh report of a run at that
+        GPU count (and, when the report states it, that batch); the throughput also goes to
+        the performance model under the run's shape."""
+        gpus = held_gpus(gpu_ids)
         track = self.tracks.setdefault(seq, JobTrack())
         if not status:
             return
@@ -149,13 +162,24 @@ class ElasticDriver:
         fresh = when is not None and when != track.report_time
         if fresh:
             track.report_time = when
-        if fresh and rate and rate > 0 and size == gpus and status.get("state") != "finished":
-            history = track.throughputs.setdefault(gpus, [])
-            history.append(rate)
-            del history[:-THROUGHPUT_HISTORY]
+        if not (fresh and rate and rate > 0 and size == gpus and gpus > 0):
+            return
+        if status.get("state") == "finished":
+            return
+        reported = status.get("batch_size")
+        if reported is not None and reported != batch_size:
+            return
+        history = track.throughputs.setdefault(gpus, [])
+        history.append(rate)
+        del history[:-THROUGHPUT_HISTORY]
+        if batch_size is not None:
+            nodes = sum(1 for g in (gpu_ids or {}).values() if g)
+            self.perf.record(seq, nodes, gpus, batch_size, rate)
 
     def forget(self, seq: int) -> None:
+        """Drop what was learnt of job ``seq`` (it left)."""
         self.tracks.pop(seq, None)
+        self.perf.forget(seq)
 
     def info(self, job: LiveElasticJob, now: float) -> JobInfo:
         """The policy's view of ``job`` at ``now`` (module docstring)."""
@@ -164,7 +188,7 @@ class ElasticDriver:
         eff = self.perf.efficiency(spec.application)
         epochs = eff.num_epochs
         epoch = min(int(track.fraction * epochs), epochs - 1)
-        held = sum(len(g) for g in (row.gpu_ids or {}).values())
+        held = held_gpus(row.gpu_ids)
         global_bsz = (job.batch_size or spec.batch_size) * (held or row.gpus)
         while len(track.samples_at_epoch) < epoch:
             track.metrics.append(profile_metric(spec.application, len(track.metrics), global_bsz))
@@ -184,7 +208,7 @@ class ElasticDriver:
         info = JobInfo(
             name=row.id,
             index=row.seq,
-            application=spec.application,
+            application=LiveApplication(spec.application, row.seq),
             submit_time=row.submit_time,
             requested_gpus=row.gpus,
             requested_bsz=spec.batch_size * row.gpus,
@@ -214,6 +238,7 @@ class ElasticDriver:
         out = []
         for seq, end in done:
             track = self.tracks.pop(seq, None)
+            self.perf.forget(seq)
             last = track.last_info if track is not None else None
             if last is None:
                 continue

@@ -47,7 +47,9 @@ class Optimus(ElasticPolicy):
     """How remaining work is estimated: ``fit`` (the loss curve, as Optimus does) or ``epochs``
     (the examples of the epochs left, known from the profiles, as the Pollux artifact's
     Optimus does)."""
-    _speed: dict[tuple[str, int], PsSpeedModel] = field(default_factory=dict, init=False)
+    _speed: dict[tuple[str, int], tuple[int, PsSpeedModel]] = field(
+        default_factory=dict, init=False
+    )
     _curves: dict[int, tuple[int, LossCurve | None, float]] = field(
         default_factory=dict, init=False
     )
@@ -58,7 +60,9 @@ class Optimus(ElasticPolicy):
 
     def _speed_model(self, job: JobInfo) -> PsSpeedModel:
         key = (job.application, job.requested_bsz)
-        found = self._speed.get(key)
+        revision = self.perf.revision(job.application)
+        cached = self._speed.get(key)
+        found = cached[1] if cached is not None and cached[0] == revision else None
         if found is None:
             variant = self.cluster.main_variant
             gpn = max(n.gpus for n in self.cluster.nodes if n.variant == variant)
@@ -74,7 +78,7 @@ class Optimus(ElasticPolicy):
                 )
                 samples.append((w, w, 1.0 / t))
             found = fit_ps_speed(samples, job.requested_bsz)
-            self._speed[key] = found
+            self._speed[key] = (revision, found)
         return found
 
     def remaining_examples(self, job: JobInfo) -> float:
