@@ -18,7 +18,8 @@ import dlsched.cli.service_cmd as service_cmd
 from dlsched.cli.main import app
 from dlsched.service.api import ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
-from dlsched.service.records import COMPLETED, PREEMPTING, RUNNING
+from dlsched.service.records import COMPLETED, PREEMPTING, RUNNING, NewJob
+from dlsched.service.store import Store
 from tests.service.test_elastic_live import Live, runs_of
 
 
@@ -104,3 +105,17 @@ def test_dlsched_jobs_shows_held_and_requested_gpus(
     assert "4 (asked 1)" in line
     other = next(x for x in table.output.splitlines() if f"j{pending} " in x)
     assert "asked" not in other
+
+
+def test_a_run_taken_over_after_a_lapsed_lease_counts_the_gpus_it_held(
+    tmp_path: Path, db_url: str
+) -> None:
+    store = Store(db_url)
+    row = store.submit(NewJob("e", "u", 1, ("sleep", "5")), 100.0)
+    assert store.mark_started(row.seq, {"node-000": [0, 1, 2]}, 100.0, "gone") is not None
+    # Service "gone" never renewed a lease: another service takes the job over at t=140.
+    assert store.claim_lapsed("taker", 140.0) == [row.seq]
+    taken = store.get(row.seq)
+    assert taken is not None and taken.state == "PENDING"
+    assert taken.attained_gpu_s == pytest.approx(3 * 40.0)
+    store.close()
