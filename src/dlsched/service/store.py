@@ -125,6 +125,13 @@ _COLUMNS = (
     "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested, owner"
 )
 
+_REQUEUE = (
+    "UPDATE jobs SET state=?, restarts=restarts+1, attained_gpu_s=attained_gpu_s+?, "
+    "gpu_ids=NULL, pid=NULL, pid_start=NULL, run_start=NULL, owner=NULL, exit_code=? "
+)
+"""An attempt holding GPUs back to PENDING (args: PENDING, its GPU-seconds, exit code): one
+more restart, its run's GPU time added, the run cleared. The caller appends the WHERE."""
+
 
 def _run_gpu_s(gpus: int, gpu_ids: str | None, run_start: float | None, now: float) -> float:
     """GPU-seconds of the current run at ``now``: the GPUs the attempt holds (its ``gpu_ids``,
@@ -173,9 +180,8 @@ class Store:
         self._lock = threading.RLock()
         self._db: Dialect = open_dialect(self.target)
         try:
-            self._db.create_schema(
-                [t.format(id=self._db.id_type, real=self._db.real_type) for t in _TABLES]
-            )
+            with self._tx() as tx:
+                tx.create_schema([t.format(id=tx.id_type, real=tx.real_type) for t in _TABLES])
             self._check_version()
         except BaseException:
             self._db.close()
@@ -482,10 +488,7 @@ class Store:
             still = f"WHERE seq=? AND attempt=? AND state IN ({marks})"
             if outcome == PENDING:
                 cur = db.execute(
-                    "UPDATE jobs SET state=?, restarts=restarts+1, attained_gpu_s="
-                    "attained_gpu_s+?, gpu_ids=NULL, pid=NULL, pid_start=NULL, run_start=NULL, "
-                    f"owner=NULL, exit_code=? {still}",
-                    (PENDING, held, exit_code, seq, attempt, *HOLDING),
+                    _REQUEUE + still, (PENDING, held, exit_code, seq, attempt, *HOLDING)
                 )
             else:
                 cur = db.execute(
@@ -583,10 +586,7 @@ class Store:
                     kind = "cancelled"
                 else:
                     cur = db.execute(
-                        "UPDATE jobs SET state=?, restarts=restarts+1, attained_gpu_s="
-                        "attained_gpu_s+?, gpu_ids=NULL, pid=NULL, pid_start=NULL, "
-                        f"run_start=NULL, owner=NULL, exit_code=NULL {still}",
-                        (PENDING, held, seq, attempt, owner, *HOLDING),
+                        _REQUEUE + still, (PENDING, held, None, seq, attempt, owner, *HOLDING)
                     )
                     kind = "requeued"
                 if cur.rowcount == 1:

@@ -82,7 +82,8 @@ class Dialect(ABC):
     @abstractmethod
     def create_schema(self, tables: Sequence[str]) -> None:
         """Create ``tables`` (``IF NOT EXISTS`` statements) and the append-only triggers of
-        ``events``, in one transaction that no other store opening runs alongside."""
+        ``events``, inside the caller's write transaction (:meth:`begin_write`), so that no
+        other store opening runs alongside."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -124,19 +125,13 @@ class SqliteDialect(Dialect):
         return [str(r[1]) for r in self._db.execute(f"PRAGMA table_info({table})").fetchall()]
 
     def create_schema(self, tables: Sequence[str]) -> None:
-        self.begin_write()
-        try:
-            for statement in tables:
-                self._db.execute(statement)
-            for op in ("UPDATE", "DELETE"):
-                self._db.execute(
-                    f"CREATE TRIGGER IF NOT EXISTS events_no_{op.lower()} BEFORE {op} ON events "
-                    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY}'); END"
-                )
-        except BaseException:
-            self.rollback()
-            raise
-        self.commit()
+        for statement in tables:
+            self._db.execute(statement)
+        for op in ("UPDATE", "DELETE"):
+            self._db.execute(
+                f"CREATE TRIGGER IF NOT EXISTS events_no_{op.lower()} BEFORE {op} ON events "
+                f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY}'); END"
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -195,31 +190,25 @@ class PostgresDialect(Dialect):
         return [str(r[0]) for r in rows]
 
     def create_schema(self, tables: Sequence[str]) -> None:
-        self.begin_write()
-        try:
-            for statement in tables:
-                self._db.execute(self._sql(statement))
+        for statement in tables:
+            self._db.execute(self._sql(statement))
+        self._db.execute(
+            "CREATE OR REPLACE FUNCTION dlsched_events_append_only() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ BEGIN "
+            f"RAISE EXCEPTION '{APPEND_ONLY}' USING ERRCODE = 'restrict_violation'; "
+            "END $$"
+        )
+        # Dropped and made again (rather than IF NOT EXISTS, which triggers lack before
+        # PostgreSQL 14) under the writer lock, so concurrent openings cannot collide.
+        for name, when, each in (
+            ("events_no_update_delete", "UPDATE OR DELETE", "ROW"),
+            ("events_no_truncate", "TRUNCATE", "STATEMENT"),
+        ):
+            self._db.execute(f"DROP TRIGGER IF EXISTS {name} ON events")
             self._db.execute(
-                "CREATE OR REPLACE FUNCTION dlsched_events_append_only() RETURNS trigger "
-                "LANGUAGE plpgsql AS $$ BEGIN "
-                f"RAISE EXCEPTION '{APPEND_ONLY}' USING ERRCODE = 'restrict_violation'; "
-                "END $$"
+                f"CREATE TRIGGER {name} BEFORE {when} ON events FOR EACH {each} "
+                "EXECUTE FUNCTION dlsched_events_append_only()"
             )
-            # Dropped and made again (rather than IF NOT EXISTS, which triggers lack before
-            # PostgreSQL 14) under the writer lock, so concurrent openings cannot collide.
-            for name, when, each in (
-                ("events_no_update_delete", "UPDATE OR DELETE", "ROW"),
-                ("events_no_truncate", "TRUNCATE", "STATEMENT"),
-            ):
-                self._db.execute(f"DROP TRIGGER IF EXISTS {name} ON events")
-                self._db.execute(
-                    f"CREATE TRIGGER {name} BEFORE {when} ON events FOR EACH {each} "
-                    "EXECUTE FUNCTION dlsched_events_append_only()"
-                )
-        except BaseException:
-            self.rollback()
-            raise
-        self.commit()
 
     def close(self) -> None:
         self._db.close()
