@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from time import perf_counter
 
 from dlsched.backends.base import Backend, LaunchRequest
@@ -120,15 +121,7 @@ class ElasticController(Controller):
         size = self.book.attempt(row.seq, row.attempt, row.owner)
         if size is None:
             return request
-        return LaunchRequest(
-            request_id=request.request_id,
-            job_id=request.job_id,
-            command=request.command,
-            gpu_ids=request.gpu_ids,
-            batch_size=size.batch_size,
-            expected_duration_s=request.expected_duration_s,
-            env=request.env,
-        )
+        return replace(request, batch_size=size.batch_size)
 
     # ---- the cycle -----------------------------------------------------------------------
     def _cycle(self, now: float) -> None:
