@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 
 from dlsched.ps.brute import brute_force
 from dlsched.ps.instances import Instance, random_instance
 from dlsched.ps.load_search import LoadProblem
 from dlsched.ps.objective import Evaluator
-from dlsched.ps.placement import capacity, usage
+from dlsched.ps.placement import capacity, usages
 from dlsched.ps.smd import SmdConfig, solve
 
 
 def problem_of(instance: Instance) -> LoadProblem:
-    uses = [
-        np.array([usage(j, o).ravel() for o in c])
-        for j, c in zip(instance.jobs, instance.candidates, strict=True)
-    ]
+    uses = [usages(j, c) for j, c in zip(instance.jobs, instance.candidates, strict=True)]
     evaluator = Evaluator(instance.jobs, instance.remaining, instance.machines)
     return LoadProblem(evaluator, instance.candidates, uses, capacity(instance.machines).ravel())
 

@@ -80,14 +80,21 @@ class LoadProblem:
         """Every job's ratio for each of its options if machine m held ``loads[m]`` tasks."""
         per_task = self.bandwidth / np.maximum(loads, 1.0)
         out = []
-        for i, job in enumerate(self.evaluator.jobs):
-            workers, servers = self.workers[i], self.servers[i]
-            w_bw = np.where(workers > 0, per_task[None, :], np.inf).min(axis=1)
-            s_bw = np.where(servers > 0, per_task[None, :], np.inf).min(axis=1)
-            w = workers.sum(axis=1)
-            seconds = job.model.times(w, servers.sum(axis=1), self.rate[i], w_bw, s_bw)
+        for i in range(len(self.candidates)):
+            seconds, w = self.iteration(i, per_task)
             out.append(self.scale[i] * seconds / w)
         return out
+
+    def iteration(self, i: int, per_task: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Seconds per iteration of each of job i's options, and its workers, when every task
+        on machine m gets ``per_task[m]`` bytes per second (or ``per_task[o, m]`` for option
+        o)."""
+        workers, servers = self.workers[i], self.servers[i]
+        w_bw = np.where(workers > 0, per_task, np.inf).min(axis=1)
+        s_bw = np.where(servers > 0, per_task, np.inf).min(axis=1)
+        w = workers.sum(axis=1)
+        job = self.evaluator.jobs[i]
+        return job.model.times(w, servers.sum(axis=1), self.rate[i], w_bw, s_bw), w
 
     def knapsack(self, loads: FloatArray) -> Knapsack:
         """The subproblem at ``loads`` (module docstring)."""

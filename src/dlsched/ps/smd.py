@@ -102,6 +102,7 @@ def solve(
     uses = [usages(j, c) for j, c in zip(jobs, candidates, strict=True)]
     cap = capacity(machines).ravel()
     evaluator = Evaluator(jobs, remaining, machines)
+    problem = LoadProblem(evaluator, candidates, uses, cap)
     method = _method(config, len(jobs))
     best = list(index)
     best_obj = _true(evaluator, candidates, best)
@@ -116,7 +117,7 @@ def solve(
             iterations += 1
             # The parameters are the average over the iterates (fictitious play): using only
             # the last one makes the loop swing between packing machines and emptying them.
-            costs = _costs(evaluator, candidates, np.mean(seen, axis=0))
+            costs = _costs(problem, np.mean(seen, axis=0))
             result = _knapsack(Knapsack(costs, uses, cap), index, current, method, config)
             choice = list(result.choice)
             value = _true(evaluator, candidates, choice)
@@ -126,7 +127,6 @@ def solve(
                 break
             current = choice
             seen.append(_others(candidates, current, len(machines)))
-    problem = LoadProblem(evaluator, candidates, uses, cap)
 
     def step(k: Knapsack, start: Sequence[int]) -> Sequence[int]:
         return _knapsack(k, list(start), list(start), method, config).choice
@@ -183,24 +183,13 @@ def _others(
     return np.asarray(own.sum(axis=0)[None, :] - own, dtype=float)
 
 
-def _costs(
-    evaluator: Evaluator, candidates: Sequence[Sequence[Option]], others: np.ndarray
-) -> list[np.ndarray]:
+def _costs(problem: LoadProblem, others: np.ndarray) -> list[np.ndarray]:
     """Each job's ratio for each of its options with the other jobs' tasks at ``others``."""
-    machines = evaluator.machines
-    bandwidth = np.array([m.bytes_per_second for m in machines])
-    tflops = np.array([m.gpu_tflops for m in machines])
+    evaluator = problem.evaluator
     out = []
-    for i, options in enumerate(candidates):
-        job = evaluator.jobs[i]
-        workers = np.array([o.workers for o in options], dtype=float)
-        servers = np.array([o.servers for o in options], dtype=float)
-        per_task = bandwidth[None, :] / np.maximum(others[i][None, :] + workers + servers, 1.0)
-        w_bw = np.where(workers > 0, per_task, np.inf).min(axis=1)
-        s_bw = np.where(servers > 0, per_task, np.inf).min(axis=1)
-        rate = np.where(workers > 0, tflops[None, :], np.inf).min(axis=1)
-        w = workers.sum(axis=1)
-        seconds = job.model.times(w, servers.sum(axis=1), rate, w_bw, s_bw)
+    for i, job in enumerate(evaluator.jobs):
+        load = others[i] + problem.workers[i] + problem.servers[i]
+        seconds, w = problem.iteration(i, problem.bandwidth / np.maximum(load, 1.0))
         out.append(job.weight * evaluator.remaining[i] * seconds / (w * job.batch))
     return out
 
