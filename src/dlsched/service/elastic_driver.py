@@ -39,14 +39,12 @@ from typing import Any
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.elastic.policy import ElasticPolicy, validate
 from dlsched.elastic.run import cluster_view
+from dlsched.elastic.simulator import THROUGHPUT_HISTORY
 from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo
 from dlsched.perf.profiles import load_profile
 from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.live_perf import LiveApplication, LivePerfBook
 from dlsched.service.records import GpuIds, JobRow, held_gpus
-
-THROUGHPUT_HISTORY = 5
-"""Measurements kept per GPU count (ONES averages the last five)."""
 
 
 @dataclass
