@@ -219,14 +219,8 @@ class Ones(ElasticPolicy):
     ) -> Schedule:
         """The epoch rule: ``best`` if every job it moves is movable (:meth:`_movable`); else
         ``current`` plus the jobs of ``best`` not running whose slots are idle."""
-        now_slots: dict[int, set[int]] = {}
-        for s, j in enumerate(current):
-            if j != IDLE:
-                now_slots.setdefault(j, set()).add(s)
-        new_slots: dict[int, set[int]] = {}
-        for s, j in enumerate(best):
-            if j != IDLE:
-                new_slots.setdefault(j, set()).add(s)
+        now_slots = slots_by_job(current)
+        new_slots = slots_by_job(best)
         moved = [j for j, slots in now_slots.items() if new_slots.get(j) != slots]
         if all(self._movable(now, jobs[j]) for j in moved):
             return list(best)
