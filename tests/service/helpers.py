@@ -4,6 +4,7 @@ back end, driven from event to event."""
 from __future__ import annotations
 
 import itertools
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -106,6 +107,26 @@ def make_harness(
 
 def all_final(store: Store) -> bool:
     return all(r.state in FINAL for r in store.jobs())
+
+
+def run_beside(db: str, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+    """Run ``statements`` (``?`` placeholders) in one committed transaction on the store
+    database ``db`` (a SQLite path or a ``postgresql://`` URL) beside any store, to tamper with
+    it; a statement's error is raised and nothing is committed."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            for sql, args in statements:
+                pg.execute(sql.replace("?", "%s"), args)
+        return
+    lite = sqlite3.connect(db)
+    try:
+        for sql, args in statements:
+            lite.execute(sql, args)
+        lite.commit()
+    finally:
+        lite.close()
 
 
 def check_no_double_booking(backend: FakeBackend) -> None:

@@ -20,7 +20,7 @@ from dlsched.service.elastic_book import AttemptSize, ElasticBook
 from dlsched.service.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
 from dlsched.service.service_id import SERVICE_ID_FILE, check_service_id, resolve_service_id
 from dlsched.service.store import Store
-from tests.service.helpers import Clock
+from tests.service.helpers import Clock, run_beside
 
 LEASE_S = 60.0
 DURATION_S = 100.0
@@ -204,26 +204,6 @@ def test_a_restarted_service_adopts_its_jobs_and_a_stopped_one_loses_them(db_url
     assert [r.stop_at for r in stopped] == [clock.now]
 
 
-def _raw(db: str, statements: list[tuple[str, tuple[object, ...]]]) -> None:
-    """Run ``statements`` (``?`` placeholders) in one committed transaction beside the store."""
-    if db.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(db) as pg:
-            for sql, args in statements:
-                pg.execute(sql.replace("?", "%s"), args)
-        return
-    import sqlite3
-
-    lite = sqlite3.connect(db)
-    try:
-        for sql, args in statements:
-            lite.execute(sql, args)
-        lite.commit()
-    finally:
-        lite.close()
-
-
 def test_an_upgraded_store_gives_running_jobs_to_its_instance(db_url: str) -> None:
     store = Store(db_url)
     (seq,) = submit(store, Clock(), 1)
@@ -231,7 +211,7 @@ def test_an_upgraded_store_gives_running_jobs_to_its_instance(db_url: str) -> No
     instance = store.instance
     store.close()
     # Back to the version 1 schema: no owner column, elastic sizes keyed by (seq, attempt).
-    _raw(
+    run_beside(
         db_url,
         [
             ("ALTER TABLE jobs DROP COLUMN owner", ()),

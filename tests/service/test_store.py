@@ -14,13 +14,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from dlsched.cli.main import app
 from dlsched.service.records import (
@@ -40,6 +40,7 @@ from dlsched.service.store_url import (
     StoreUrlError,
     parse_store_url,
 )
+from tests.service.helpers import run_beside
 from tests.service.postgres import PostgresServer
 
 JOB = NewJob("train", "alice", 2, ("python", "-c", "print(1)"), batch_size=32)
@@ -47,47 +48,25 @@ JOB = NewJob("train", "alice", 2, ("python", "-c", "print(1)"), batch_size=32)
 
 @dataclass
 class Db:
-    """One store database of a test: ``db`` is what :class:`Store` is given; ``raw`` runs one
-    committed statement beside the store (to tamper with it); ``integrity_error`` is the
-    driver's constraint-violation error."""
+    """One store database of a test: ``db`` is what :class:`Store` is given;
+    ``integrity_error`` is the driver's constraint-violation error."""
 
     kind: str
     db: str
-    raw: Callable[[str, tuple[Any, ...]], None]
     integrity_error: type[Exception]
 
-
-def _sqlite_db(tmp_path: Path) -> Db:
-    path = tmp_path / "s.db"
-
-    def raw(sql: str, args: tuple[Any, ...] = ()) -> None:
-        db = sqlite3.connect(path)
-        try:
-            db.execute(sql, args)
-            db.commit()
-        finally:
-            db.close()
-
-    return Db("sqlite", str(path), raw, sqlite3.IntegrityError)
+    def raw(self, sql: str, args: tuple[Any, ...] = ()) -> None:
+        """Run one committed statement beside the store (to tamper with it)."""
+        run_beside(self.db, [(sql, args)])
 
 
-def _postgres_db(server: PostgresServer) -> Db:
-    import psycopg
+@pytest.fixture
+def backend(db_url: str) -> Db:
+    if db_url.startswith("postgresql://"):
+        import psycopg
 
-    url = server.new_database()
-
-    def raw(sql: str, args: tuple[Any, ...] = ()) -> None:
-        with psycopg.connect(url, autocommit=True) as db:
-            db.execute(sql.replace("?", "%s"), args)
-
-    return Db("postgresql", url, raw, psycopg.IntegrityError)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Db:
-    if request.param == "sqlite":
-        return _sqlite_db(tmp_path)
-    return _postgres_db(request.getfixturevalue("pg_server"))
+        return Db("postgresql", db_url, psycopg.IntegrityError)
+    return Db("sqlite", db_url, sqlite3.IntegrityError)
 
 
 @pytest.fixture
@@ -312,24 +291,29 @@ def test_unreachable_postgres_is_a_clear_error() -> None:
             Store(f"postgresql://u:secret@127.0.0.1:{port}/db")
 
 
+def _serve_fake(db: str, tmp_path: Path) -> Result:
+    """``dlsched serve --db DB`` on the fake back end, its token and jobs under ``tmp_path``."""
+    return CliRunner().invoke(
+        app,
+        [
+            "serve",
+            "--db",
+            db,
+            "--backend",
+            "fake",
+            "--token-file",
+            str(tmp_path / "t.token"),
+            "--work-dir",
+            str(tmp_path / "jobs"),
+        ],
+    )
+
+
 def test_serve_reports_an_unreachable_postgres_as_a_user_error(tmp_path: Path) -> None:
     with socket.socket() as bound:
         bound.bind(("127.0.0.1", 0))
         port = bound.getsockname()[1]
-        result = CliRunner().invoke(
-            app,
-            [
-                "serve",
-                "--db",
-                f"postgresql://u:secret@127.0.0.1:{port}/db",
-                "--backend",
-                "fake",
-                "--token-file",
-                str(tmp_path / "t.token"),
-                "--work-dir",
-                str(tmp_path / "jobs"),
-            ],
-        )
+        result = _serve_fake(f"postgresql://u:secret@127.0.0.1:{port}/db", tmp_path)
     assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit)
     assert f"error: postgresql://u:***@127.0.0.1:{port}/db: cannot connect" in result.output
@@ -339,20 +323,7 @@ def test_serve_reports_an_unreachable_postgres_as_a_user_error(tmp_path: Path) -
 def test_serve_reports_a_newer_schema_as_a_user_error(backend: Db, tmp_path: Path) -> None:
     Store(backend.db).close()
     backend.raw("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
-    result = CliRunner().invoke(
-        app,
-        [
-            "serve",
-            "--db",
-            backend.db,
-            "--backend",
-            "fake",
-            "--token-file",
-            str(tmp_path / "t.token"),
-            "--work-dir",
-            str(tmp_path / "jobs"),
-        ],
-    )
+    result = _serve_fake(backend.db, tmp_path)
     assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit)
     assert f"schema version {SCHEMA_VERSION + 1} is newer" in result.output
