@@ -47,7 +47,7 @@ class Optimus(ElasticPolicy):
     """How remaining work is estimated: ``fit`` (the loss curve, as Optimus does) or ``epochs``
     (the examples of the epochs left, known from the profiles, as the Pollux artifact's
     Optimus does)."""
-    _speed: dict[tuple[str, int], tuple[int, PsSpeedModel]] = field(
+    _speed: dict[tuple[str, int, int | None], tuple[int, PsSpeedModel]] = field(
         default_factory=dict, init=False
     )
     _curves: dict[int, tuple[int, LossCurve | None, float]] = field(
@@ -59,8 +59,10 @@ class Optimus(ElasticPolicy):
             raise ValueError(f"remaining: expected 'fit' or 'epochs', got {self.remaining!r}")
 
     def _speed_model(self, job: JobInfo) -> PsSpeedModel:
-        key = (job.application, job.requested_bsz)
         revision = self.perf.revision(job.application)
+        # A non-zero revision is the job's own step times: shared with jobs of the same
+        # application and batch, the entry would be refit on every call alternating between them.
+        key = (job.application, job.requested_bsz, job.index if revision else None)
         cached = self._speed.get(key)
         found = cached[1] if cached is not None and cached[0] == revision else None
         if found is None:
