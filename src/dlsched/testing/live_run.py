@@ -26,10 +26,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dlsched.backends.base import EXIT_PREEMPTED
+from dlsched.service.records import FINAL
 from dlsched.workloads.gpu_log import read_gpu_log
 
-FINAL = ("COMPLETED", "FAILED", "CANCELLED")
-EXIT_CHECKPOINTED = "75"
+EXIT_CHECKPOINTED = str(EXIT_PREEMPTED)
 RESUMED = re.compile(r"resumed from checkpoint at step (\d+)")
 """The line ``dlsched.workloads.train`` logs when it resumes from a checkpoint."""
 _ANNOUNCED = re.compile(r"service at (http://\S+?)/?\s")
