@@ -237,10 +237,9 @@ class ElasticDriver:
         for seq, end in done:
             track = self.tracks.pop(seq, None)
             self.perf.forget(seq)
-            last = track.last_info if track is not None else None
-            if last is None:
+            if track is None or track.last_info is None:
                 continue
-            assert track is not None
+            last = track.last_info
             marks = list(last.samples_at_epoch)
             metrics = list(last.metrics)
             final = track.total_samples or last.samples
