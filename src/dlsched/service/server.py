@@ -105,33 +105,37 @@ class Service:
         if isinstance(target, SqliteTarget):
             target.path.parent.mkdir(parents=True, exist_ok=True)
         self.store = Store(target)
+        backend: Backend | None = None
         try:
             self.service_id = resolve_service_id(
                 config.service_id, config.jobs_root, self.store, clock(), config.lease_s
             )
+            backend = create_backend(
+                config.backend,
+                config.jobs_root,
+                self.service_id,
+                clock,
+                ray_address=config.ray_address,
+                nodes=spec.nodes,
+            )
+            self.controller = build_controller(
+                policy,
+                self.store,
+                backend,
+                spec,
+                placement=config.placement,
+                clock=clock,
+                grace_s=config.grace_s,
+                round_s=config.round_s,
+                service_id=self.service_id,
+                lease_s=config.lease_s,
+            )
         except BaseException:
+            if backend is not None:
+                backend.close()
             self.store.close()
             raise
-        self.backend: Backend = create_backend(
-            config.backend,
-            config.jobs_root,
-            self.service_id,
-            clock,
-            ray_address=config.ray_address,
-            nodes=spec.nodes,
-        )
-        self.controller = build_controller(
-            policy,
-            self.store,
-            self.backend,
-            spec,
-            placement=config.placement,
-            clock=clock,
-            grace_s=config.grace_s,
-            round_s=config.round_s,
-            service_id=self.service_id,
-            lease_s=config.lease_s,
-        )
+        self.backend: Backend = backend
         self.loop = ControlLoop(self.controller, config.round_s, config.poll_s)
         self.app: Guard = create_app(
             ServiceContext(
