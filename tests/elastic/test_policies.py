@@ -108,6 +108,13 @@ def test_optimus_remaining_work_option() -> None:
     assert policy.remaining_examples(job) == job.epoch_size * (job.num_epochs - 3)
 
 
+def test_optimus_forgets_finished_jobs() -> None:
+    policy = Optimus()
+    ElasticSimulator(specs(MIXED), view("2x4"), policy, ElasticConfig(), PerfBook()).run()
+    assert policy._curves == {}
+    assert all(index is None for _, _, index in policy._speed)
+
+
 @dataclass
 class HoldChecked(Ones):
     """ONES, checking each answer: a running job's GPUs change only after an epoch and

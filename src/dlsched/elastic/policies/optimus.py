@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from dlsched.elastic.perfbook import consolidated_counts
 from dlsched.elastic.policy import ElasticPolicy, fixed_allocation, free_gpus, place_consolidated
-from dlsched.elastic.types import Allocation, JobInfo
+from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo
 from dlsched.perf.optimus import (
     LossCurve,
     PsSpeedModel,
@@ -82,6 +82,14 @@ class Optimus(ElasticPolicy):
             found = fit_ps_speed(samples, job.requested_bsz)
             self._speed[key] = (revision, found)
         return found
+
+    def finished(self, done: Sequence[FinishedInfo]) -> None:
+        """Forget the finished jobs' fitted loss curves and own speed models, so a long-running
+        service keeps state only for its active jobs."""
+        gone = {f.job.index for f in done}
+        for index in gone:
+            self._curves.pop(index, None)
+        self._speed = {k: v for k, v in self._speed.items() if k[2] not in gone}
 
     def remaining_examples(self, job: JobInfo) -> float:
         """Estimated examples still to process (module docstring; with ``remaining="epochs"``
