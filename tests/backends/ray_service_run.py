@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> None:
             victims = [j for j in running if started_on(service.jobs_root, j, VICTIM)]
             if victims:
                 remove_node_here(VICTIM)
-                killed.update(at_s=elapsed, victims=victims)
+                killed.update(at_s=elapsed, dead_by=time.time(), victims=victims)
 
         records = run_workload(
             service, submissions, 300.0, on_tick=kill_when_busy, label=policy, poll_s=0.5
@@ -72,11 +73,12 @@ def main(argv: list[str]) -> None:
         events = {r["id"]: service.call("GET", f"/jobs/{r['id']}/events") for r in records}
     codes = exit_codes(service.jobs_root)
     clashes, unstopped = double_booked(service.jobs_root)
-    runs = {
-        r["id"]: [
-            run.node for run in read_gpu_log(service.jobs_root / "jobs" / r["id"] / "gpu_log.txt")
-        ]
-        for r in records
+    logs = {
+        r["id"]: read_gpu_log(service.jobs_root / "jobs" / r["id"] / "gpu_log.txt") for r in records
+    }
+    runs = {job: [run.node for run in log] for job, log in logs.items()}
+    victim_starts = {
+        job: [run.start for run in log if run.node == VICTIM] for job, log in logs.items()
     }
     print(
         json.dumps(
@@ -89,6 +91,7 @@ def main(argv: list[str]) -> None:
                 "exit_codes": codes,
                 "not_completed_once": not_completed_once(records, codes),
                 "runs": runs,
+                "victim_starts": victim_starts,
                 "double_booked": clashes,
                 "runs_without_stop": unstopped,
             }

@@ -60,6 +60,13 @@ def test_jobs_of_a_killed_ray_node_are_requeued_rescheduled_and_complete_once(
         assert seen["exit_codes"][job][-1] == "0"
     for job in set(seen["states"]) - lost:
         assert seen["restarts"][job] == 0, seen["events"][job]
-    # Nothing started on the lost node after it was killed.
-    on_k80 = [job for job, runs in seen["runs"].items() for node in runs if node == "k80-000"]
-    assert sorted(on_k80) == sorted(victims)
+    # Nothing started on the lost node after it was killed, and every job that ran there was
+    # reported lost (the victims were read from the jobs' logs just before the kill, so a job
+    # launched there a moment before it can be missing from them, never the other way round).
+    on_k80 = {job for job, starts in seen["victim_starts"].items() if starts}
+    assert set(victims) <= on_k80 <= lost
+    # A job process the node's actor had already spawned may log its start just after the
+    # raylet died; a launch planned after the kill would come a round (0.5 s) plus a placement
+    # later, on a node Ray no longer has.
+    dead_by = seen["killed"]["dead_by"] + 2.0
+    assert all(s < dead_by for starts in seen["victim_starts"].values() for s in starts)
