@@ -10,7 +10,6 @@ from typing import Any
 
 from dlsched import __version__
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.elastic.run import is_elastic_trace, run_elastic
 from dlsched.metrics.rundir import write_run
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import ProgressFn, RunResult, simulate
@@ -133,20 +132,7 @@ def run_experiment(
     possible with ``skip_bad_rows``), with the first rejection."""
     trace, read = read_selected(exp)
     cluster = resolve_cluster(exp.cluster)
-    if is_elastic_trace(trace):
-        # Application-described jobs (Pollux workloads) run in the round-based elastic simulator.
-        run = run_elastic(
-            trace,
-            cluster,
-            exp.sim.policy,
-            exp.sim.policy_options,
-            exp.sim.seed,
-            progress=progress,
-            timeline_step_s=exp.sim.timeline_step_s,
-        )
-        result = RunResult(run.jobs, run.timeline, run.summary, exp.sim)
-    else:
-        result = simulate(trace, cluster, exp.sim, progress=progress)
+    result = simulate(trace, cluster, exp.sim, progress=progress)
     result.summary["trace_rows_read"] = read.rows_read
     result.summary["trace_rows_rejected"] = len(read.errors)
     result.summary["trace_first_rejection"] = str(read.errors[0]) if read.errors else None

@@ -8,12 +8,15 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import user_errors
-from dlsched.ps.machines import uniform_machines
-from dlsched.ps.policies import POLICY_NAMES, make_policy
-from dlsched.ps.report import summarize, write_run
-from dlsched.ps.simulator import simulate
-from dlsched.ps.workload import DEFAULT_TRACE, build_workload
+from dlsched.cluster.parse import resolve_cluster
+from dlsched.outdir import check_replaceable
+from dlsched.ps.machines import machines_from_cluster
+from dlsched.ps.workload import DEFAULT_TRACE, build_workload, workload_trace
 from dlsched.ps.zoo import MODEL_NAMES, network
+from dlsched.runner import Experiment, run_experiment
+from dlsched.sim.config import SimConfig
+from dlsched.sim.simulator import with_task_resources
+from dlsched.trace.io import write_parquet
 
 ps_app = typer.Typer(
     help="Parameter-server jobs: the layered model zoo and SMD scheduling.", no_args_is_help=True
@@ -34,42 +37,45 @@ def zoo() -> None:
 
 @ps_app.command("simulate")
 def simulate_cmd(
-    out: Annotated[Path, typer.Option("--out", help="Run directory to write.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory of the runs (one per policy).")],
     jobs: Annotated[int, typer.Option("--jobs", help="Jobs taken from the trace.")] = 200,
     policy: Annotated[
-        str, typer.Option("--policy", help=f"Comma-separated, from {', '.join(POLICY_NAMES)}.")
-    ] = ",".join(POLICY_NAMES),
-    machines: Annotated[int, typer.Option(help="Identical machines.")] = 8,
-    gpus: Annotated[int, typer.Option(help="GPUs per machine.")] = 4,
-    bandwidth: Annotated[float, typer.Option(help="NIC bandwidth per machine, Gbit/s.")] = 25.0,
+        str,
+        typer.Option("--policy", help="Comma-separated policies (dlsched list policies; kind ps)."),
+    ] = "smd,optimus,fifo,tiresias",
+    cluster: Annotated[
+        str, typer.Option(help="Cluster: built-in name, TOML file, or shorthand 8x4.")
+    ] = "8x4",
     time_scale: Annotated[
         float, typer.Option(help="Multiply the trace's inter-arrival times (below 1: more load).")
     ] = 0.01,
-    seed: Annotated[int, typer.Option(help="Seed of the model draw.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the model draw and of the runs.")] = 0,
     trace: Annotated[str, typer.Option(help="Bundled trace giving arrivals.")] = DEFAULT_TRACE,
 ) -> None:
     """Simulate a PS workload (arrivals from the Philly trace, networks from the zoo) under
-    each policy; write jobs.csv, summary.json and config.json to OUT."""
+    each policy. Writes OUT/trace.parquet and one standard run directory per policy
+    (OUT/POLICY: jobs, timeline, config, summary), which `dlsched compare` and `sweep` read."""
     with user_errors():
         names = [p.strip() for p in policy.split(",") if p.strip()]
-        policies = [make_policy(n) for n in names]
-        cluster = uniform_machines(machines, gpus=gpus, bandwidth_gbps=bandwidth)
-        workload = build_workload(jobs, cluster, seed=seed, trace=trace, time_scale=time_scale)
-        results = []
-        for p in policies:
-            results.append(simulate(workload, cluster, p))
-            typer.echo(f"{p.name}: mean JCT {results[-1].mean_jct:,.0f} s", err=True)
-        config = {
-            "jobs": jobs, "policies": names, "machines": machines, "gpus": gpus,
-            "bandwidth_gbps": bandwidth, "time_scale": time_scale, "seed": seed, "trace": trace,
-        }  # fmt: skip
-        write_run(out, results, config)
-    summary = summarize(results)
-    for name, figures in summary.items():
-        ratio = figures.get("jct_over_smd")
-        shown = "" if ratio is None else f"  ({ratio:.2f}x SMD)"
+        if not names:
+            raise ValueError("--policy names no policy")
+        check_replaceable(out, {"trace.parquet", *names}, "ps simulate output")
+        spec = resolve_cluster(cluster)
+        machines = machines_from_cluster(with_task_resources(spec))
+        workload = build_workload(jobs, machines, seed=seed, trace=trace, time_scale=time_scale)
+        out.mkdir(parents=True, exist_ok=True)
+        trace_path = out / "trace.parquet"
+        write_parquet(workload_trace(workload, f"ps-workload:{trace}"), trace_path)
+        summaries = []
+        for name in names:
+            exp = Experiment(str(trace_path), cluster, SimConfig(policy=name, seed=seed))
+            result = run_experiment(exp, out / name)
+            summaries.append(result.summary)
+    base = summaries[0]["avg_jct_s"]
+    for name, s in zip(names, summaries, strict=True):
+        ratio = "" if not base or s["avg_jct_s"] is None else f"  ({s['avg_jct_s'] / base:.2f}x)"
         typer.echo(
-            f"{name:<9} mean JCT {figures['mean_jct_s']:>12,.0f} s  run {figures['jobs_run']}  "
-            f"infeasible {figures['infeasible']}{shown}"
+            f"{name:<9} mean JCT {s['avg_jct_s'] or 0:>12,.0f} s  run {s['jobs']}  "
+            f"set aside {s['jobs_set_aside']}{ratio}"
         )
-    typer.echo(f"wrote {out}")
+    typer.echo(f"wrote {out} (compare: dlsched compare {' '.join(str(out / n) for n in names)})")

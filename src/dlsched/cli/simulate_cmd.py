@@ -77,9 +77,23 @@ def simulate(
         typer.Option(help="With --preset: arrivals L times faster (default: the preset's)."),
     ] = None,
     policy: Annotated[str, typer.Option(help="Policy name (dlsched list policies).")] = "fifo",
-    placement: Annotated[str, typer.Option(help="consolidate, spread or random.")] = (
-        "consolidate"
-    ),
+    kind_policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="KIND=POLICY: schedule the trace's rigid, elastic or ps jobs with another "
+            "policy (repeatable); its options are --policy-opt KIND.KEY=VALUE."
+        ),
+    ] = None,
+    restart_cost: Annotated[
+        str | None,
+        typer.Option(
+            help="Restart cost of every job: helios (7/30/60 s), pollux (30 s, also at the "
+            "first start), smd (30 s) or none (default: each job kind's own)."
+        ),
+    ] = None,
+    placement: Annotated[
+        str, typer.Option(help="consolidate, pack, spread or random (dlsched list placements).")
+    ] = "consolidate",
     estimator: Annotated[
         str | None, typer.Option(help="Duration estimator for policies that need one (qssf).")
     ] = None,
@@ -143,11 +157,12 @@ def simulate(
         config = SimConfig(
             policy=policy,
             policy_options=options,
+            kind_policies=parse_options(kind_policy or [], "--kind-policy"),
             placement=placement,
             estimator=estimator,
             seed=seed,
             use_partitions=not no_partitions,
-            checkpoint=CheckpointConfig(interval_s=checkpoint_interval),
+            checkpoint=CheckpointConfig(restart=restart_cost, interval_s=checkpoint_interval),
             faults=FaultConfig(file=faults, mtbf_s=mtbf, mttr_s=mttr),
             timeline_step_s=timeline_step,
             power=PowerConfig(

@@ -31,6 +31,11 @@ Placement = tuple[tuple[int, tuple[int, ...]], ...]
 one entry with no GPU indices."""
 
 
+Split = tuple[tuple[float, float], ...]
+"""CPUs and memory (MiB) a job takes on each entry of its placement, when they are not in
+proportion to its GPUs there (a parameter-server job's PS tasks hold CPUs and memory only)."""
+
+
 class OverCommitError(RuntimeError):
     """An allocation asked for a share, CPU or memory that is not free: always a bug upstream."""
 
@@ -98,7 +103,7 @@ class ClusterState:
             self.buckets[p][self.free_whole[i]].append(i)
         # Nodes with a GPU that is partly shared: candidates for fractional best fit.
         self.partial_nodes: list[dict[int, None]] = [{} for _ in range(npools)]
-        self._undo: list[tuple[bool, Placement, int, float, float]] | None = None
+        self._undo: list[tuple[bool, Placement, int, float, float, Split | None]] | None = None
         self._fit_cache: dict[tuple[int, Demand], str | None] = {}
         self._max_typed: dict[tuple[int, str], int] = {}
 
@@ -217,10 +222,21 @@ class ClusterState:
         else:
             partial.pop(node, None)
 
-    def allocate(self, placement: Placement, milli: int, cpus: float, memory_mib: float) -> None:
+    def allocate(
+        self,
+        placement: Placement,
+        milli: int,
+        cpus: float,
+        memory_mib: float,
+        split: Split | None = None,
+    ) -> None:
         """Take ``milli`` of each listed GPU and the job's CPUs/memory, split over its nodes in
-        proportion to its GPUs there. Raises :class:`OverCommitError` (changing nothing) if any
-        of it is not free or a node is down."""
+        proportion to its GPUs there, or as ``split`` gives per placement entry (``cpus`` and
+        ``memory_mib`` are then ignored). Raises :class:`OverCommitError` (changing nothing) if
+        any of it is not free or a node is down."""
+        if split is not None:
+            self._allocate_split(placement, milli, split)
+            return
         total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
         total = total or 1
         extras = cpus > 0 or memory_mib > 0
@@ -257,17 +273,27 @@ class ClusterState:
             if milli != WHOLE:
                 self._refresh_partial(node)
         if self._undo is not None:
-            self._undo.append((True, placement, milli, cpus, memory_mib))
+            self._undo.append((True, placement, milli, cpus, memory_mib, None))
 
-    def release(self, placement: Placement, milli: int, cpus: float, memory_mib: float) -> None:
+    def release(
+        self,
+        placement: Placement,
+        milli: int,
+        cpus: float,
+        memory_mib: float,
+        split: Split | None = None,
+    ) -> None:
         """Give back what :meth:`allocate` took with the same arguments."""
+        if split is not None:
+            self._release_split(placement, milli, split)
+            return
         for node, gpu_ids in placement:
             fm = self.free_milli[node]
             for g in gpu_ids:
                 if fm[g] + milli > WHOLE:
                     raise OverCommitError(f"GPU {g} of {self.node_names[node]} released twice")
         if self._undo is not None:
-            self._undo.append((False, placement, milli, cpus, memory_mib))
+            self._undo.append((False, placement, milli, cpus, memory_mib, None))
         total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
         total = total or 1
         extras = cpus > 0 or memory_mib > 0
@@ -288,6 +314,47 @@ class ClusterState:
             self._move(node, self.free_whole[node] + whole_back)
             if milli != WHOLE:
                 self._refresh_partial(node)
+
+    def _allocate_split(self, placement: Placement, milli: int, split: Split) -> None:
+        if len(split) != len(placement):
+            raise ValueError(f"split has {len(split)} entries for {len(placement)} nodes")
+        for (node, gpu_ids), (cpus, mem) in zip(placement, split, strict=True):
+            if not self.node_up[node]:
+                raise OverCommitError(f"node {self.node_names[node]} is down")
+            fm = self.free_milli[node]
+            if any(fm[g] < milli for g in gpu_ids) or len(set(gpu_ids)) != len(gpu_ids):
+                raise OverCommitError(f"GPUs {gpu_ids} of node {self.node_names[node]} not free")
+            if self.free_cpus[node] < cpus - 1e-9 or self.free_mem[node] < mem - 1e-9:
+                raise OverCommitError(f"node {self.node_names[node]} lacks CPUs or memory")
+        for (node, gpu_ids), (cpus, mem) in zip(placement, split, strict=True):
+            self._take(node, gpu_ids, milli, cpus, mem)
+        if self._undo is not None:
+            self._undo.append((True, placement, milli, 0.0, 0.0, split))
+
+    def _release_split(self, placement: Placement, milli: int, split: Split) -> None:
+        for node, gpu_ids in placement:
+            if any(self.free_milli[node][g] + milli > WHOLE for g in gpu_ids):
+                raise OverCommitError(f"GPUs of {self.node_names[node]} released twice")
+        if self._undo is not None:
+            self._undo.append((False, placement, milli, 0.0, 0.0, split))
+        for (node, gpu_ids), (cpus, mem) in zip(placement, split, strict=True):
+            self._take(node, gpu_ids, -milli, -cpus, -mem)
+
+    def _take(
+        self, node: int, gpu_ids: tuple[int, ...], milli: int, cpus: float, mem: float
+    ) -> None:
+        """Take (negative: give back) ``milli`` of each GPU and the CPUs and memory on ``node``."""
+        fm = self.free_milli[node]
+        before = sum(1 for g in gpu_ids if fm[g] == WHOLE)
+        for g in gpu_ids:
+            fm[g] -= milli
+        after = sum(1 for g in gpu_ids if fm[g] == WHOLE)
+        self.free_cpus[node] = min(self.cpu_cap[node], self.free_cpus[node] - cpus)
+        self.free_mem[node] = min(self.mem_cap[node], self.free_mem[node] - mem)
+        self.pool_used_milli[self.node_pool[node]] += milli * len(gpu_ids)
+        self._move(node, self.free_whole[node] - before + after)
+        if abs(milli) != WHOLE:
+            self._refresh_partial(node)
 
     def set_node_up(self, node: int, up: bool) -> None:
         """Mark a node failed or repaired. A failed node must hold no allocation."""
@@ -317,11 +384,11 @@ class ClusterState:
         undo, self._undo = self._undo, None
         if undo is None:
             raise RuntimeError("rollback() without begin_tentative()")
-        for was_allocate, placement, milli, cpus, mem in reversed(undo):
+        for was_allocate, placement, milli, cpus, mem, split in reversed(undo):
             if was_allocate:
-                self.release(placement, milli, cpus, mem)
+                self.release(placement, milli, cpus, mem, split)
             else:
-                self.allocate(placement, milli, cpus, mem)
+                self.allocate(placement, milli, cpus, mem, split)
 
     @contextmanager
     def tentative(self) -> Iterator[ClusterState]:

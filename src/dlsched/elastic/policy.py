@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo
+from dlsched.perf.perfbook import PerfBook
 
 
 class AllocationError(ValueError):
@@ -32,10 +32,24 @@ class ElasticPolicy(ABC):
     of the simulator's round."""
 
     def bind(self, cluster: ClusterView, perf: PerfBook, seed: int) -> None:
-        """Called once before the first round."""
+        """Called once before the first round with every node at its full size."""
         self.cluster = cluster
         self.perf = perf
         self.seed = seed
+
+    def observe(self, cluster: ClusterView) -> None:
+        """Called before each :meth:`decide` with what the policy may use in that round (the
+        bound cluster's nodes in the same order; a node's ``gpus`` is 0 when it is down or
+        powered off, less than its ``size`` when other jobs hold some of it)."""
+        self.cluster = cluster
+
+    def never_fits(self, application: str, gpus: int, cluster: ClusterView) -> str | None:
+        """Why a job of ``application`` asking for ``gpus`` GPUs can never run on ``cluster``
+        under this policy (None if it can); such a job is set aside when it arrives."""
+        total = sum(n.size for n in cluster.nodes)
+        if gpus > total:
+            return f"needs {gpus} GPUs; the cluster has {total}"
+        return None
 
     @abstractmethod
     def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:

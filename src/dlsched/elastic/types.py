@@ -1,10 +1,13 @@
-"""What the elastic simulator and its policies exchange: allocations, job and cluster views."""
+"""What elastic policies see and answer: allocations, job and cluster views."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+from dlsched.cluster.spec import ClusterSpec
+from dlsched.perf.perfbook import variant_for_gpu_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +45,20 @@ class Allocation:
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
-    """One machine of the cluster."""
+    """One machine of the cluster. ``gpus`` is how many of its GPUs the policy may hold at
+    this round (0 for a failed or powered-off node; less when other schedulers' jobs hold some),
+    ``size`` how many it has (what per-node shapes, e.g. GPUs per node, are computed from)."""
 
     index: int
     name: str
     gpus: int
     gpu_type: str  # as the cluster names it
     variant: str  # the profile variant its step times come from (dlsched.perf.profiles)
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.size == 0:
+            object.__setattr__(self, "size", self.gpus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +77,23 @@ class ClusterView:
         return tuple(dict.fromkeys(n.variant for n in self.nodes))
 
     def gpus_of_variant(self, variant: str) -> int:
+        """GPUs of ``variant`` the policy may hold now."""
         return sum(n.gpus for n in self.nodes if n.variant == variant)
+
+    def size_of_variant(self, variant: str) -> int:
+        """GPUs of ``variant`` the cluster has."""
+        return sum(n.size for n in self.nodes if n.variant == variant)
+
+    def gpus_per_node(self, variant: str) -> int:
+        """The most GPUs a node of ``variant`` has."""
+        return max(n.size for n in self.nodes if n.variant == variant)
 
     @property
     def main_variant(self) -> str:
         """The variant with the most GPUs (ties: first in node order); what a
         heterogeneity-agnostic policy models every GPU as."""
         variants = self.variants
-        return max(variants, key=lambda v: (self.gpus_of_variant(v), -variants.index(v)))
+        return max(variants, key=lambda v: (self.size_of_variant(v), -variants.index(v)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,3 +147,18 @@ class FinishedInfo:
 
     job: JobInfo  # its view at completion (progress = total)
     end_time: float
+
+
+def cluster_view(spec: ClusterSpec) -> ClusterView:
+    """The nodes with GPUs of ``spec`` (positions in node order), each with the profile
+    variant of its GPU type; ValueError for a cluster without GPUs or a GPU type without
+    profiles."""
+    nodes = [n for n in spec.nodes if n.gpus > 0]
+    if not nodes:
+        raise ValueError(f"cluster {spec.name!r} has no GPUs")
+    return ClusterView(
+        tuple(
+            NodeView(i, n.name, n.gpus, n.gpu_type, variant_for_gpu_type(n.gpu_type))
+            for i, n in enumerate(nodes)
+        )
+    )

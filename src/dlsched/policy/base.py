@@ -34,8 +34,11 @@ class Policy(ABC):
     description: ClassVar[str] = ""
     preemptive: ClassVar[bool] = False
     needs_estimate: ClassVar[bool] = False
-    waiting_key_fixed: ClassVar[bool] = True
     """Whether keys use ``job.estimate`` (the driver must then run a duration estimator)."""
+    needs_run_time: ClassVar[bool] = False
+    """Whether keys use the job's run time (``duration``, ``remaining_time``): such a policy
+    cannot order jobs without one (elastic and parameter-server jobs)."""
+    waiting_key_fixed: ClassVar[bool] = True
 
     @property
     def interval(self) -> float | None:

@@ -14,6 +14,7 @@ from dlsched.scheduler.view import JobView
 class Sjf(NonPreemptivePolicy):
     name = "sjf"
     description = "shortest (oracle) run time first; non-preemptive"
+    needs_run_time = True
 
     def key(self, job: JobView, now: float) -> Key:
         d = job.duration

@@ -12,6 +12,7 @@ from dlsched.scheduler.view import JobView
 class Srtf(Policy):
     name = "srtf"
     description = "shortest (oracle) remaining time first; preemptive at every event"
+    needs_run_time = True
     preemptive = True
 
     def key(self, job: JobView, now: float) -> Key:

@@ -1,4 +1,5 @@
-"""The PS policies by name."""
+"""The allocation policies of parameter-server jobs by name (FIFO, Tiresias and the other
+ordering policies schedule PS jobs too, at their requested shapes: :mod:`dlsched.sim.groups`)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,11 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from dlsched.ps.policy_base import PsPolicy
-from dlsched.ps.policy_fixed import FixedFifo, FixedTiresias
 from dlsched.ps.policy_optimus import OptimusStyle
 from dlsched.ps.policy_smd import SmdPolicy
 
 POLICY_FACTORIES: Mapping[str, Callable[[], PsPolicy]] = MappingProxyType(
-    {"smd": SmdPolicy, "optimus": OptimusStyle, "fifo": FixedFifo, "tiresias": FixedTiresias}
+    {"smd": SmdPolicy, "optimus": OptimusStyle}
 )
 POLICY_NAMES: tuple[str, ...] = tuple(POLICY_FACTORIES)
 

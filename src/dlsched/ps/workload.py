@@ -22,6 +22,7 @@ from dlsched.ps.placement import capacity
 from dlsched.ps.policy_base import first_fit
 from dlsched.ps.zoo import network
 from dlsched.trace import bundled_trace_path, read_trace
+from dlsched.trace.schema import Trace
 
 MODEL_MIX: Mapping[str, float] = MappingProxyType(
     {
@@ -101,3 +102,24 @@ def build_workload(
             )
         )
     return tuple(jobs)
+
+
+def workload_trace(jobs: tuple[PsJob, ...], source: str = "ps-workload") -> Trace:
+    """``jobs`` as a canonical trace of ``ps`` rows (network, per-worker batch, samples,
+    requested and maximum workers and PS), for the simulator."""
+    return Trace.from_columns(
+        {
+            "job_id": [j.job_id for j in jobs],
+            "submit_time": [j.arrival for j in jobs],
+            "num_gpus": [j.requested_workers for j in jobs],
+            "application": [j.network.name for j in jobs],
+            "batch_size": [j.batch for j in jobs],
+            "work": [j.samples for j in jobs],
+            "work_unit": ["samples"] * len(jobs),
+            "kind": ["ps"] * len(jobs),
+            "num_servers": [j.requested_servers for j in jobs],
+            "max_gpus": [j.max_workers for j in jobs],
+            "max_servers": [j.max_servers for j in jobs],
+        },
+        source,
+    )

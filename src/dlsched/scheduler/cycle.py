@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections.abc import Callable
 from heapq import heappop, heappush
 
 from dlsched.cluster.state import ClusterState, Demand, OverCommitError
@@ -33,6 +34,10 @@ from dlsched.placement.base import Placer
 from dlsched.policy.base import Key, Policy
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan, Start
 from dlsched.scheduler.view import JobView
+
+KindPlacer = Callable[[ClusterState, int, JobView], Start | None]
+"""Places a job of a kind the run's placer cannot place alone (a parameter-server job's
+workers and PS): a start on free resources of the pool, or None. Must not change the state."""
 
 
 class PoolQueues:
@@ -65,13 +70,35 @@ class PoolQueues:
 class Scheduler:
     """Composes one policy and one placer over the pools of one cluster state."""
 
-    def __init__(self, policy: Policy, placer: Placer, state: ClusterState) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        placer: Placer,
+        state: ClusterState,
+        kind_placers: dict[int, KindPlacer] | None = None,
+    ) -> None:
+        """``kind_placers`` place the jobs of the kinds they name (``job.kind``) instead of the
+        placer. ``foreign_gpus[pool]`` (kept by the driver) counts GPUs of the pool held by jobs
+        other schedulers run: preemptive cycles leave them out of the capacity they admit into."""
         self.policy = policy
         self.placer = placer
         self.state = state
         self.pools = [PoolQueues() for _ in range(state.num_pools)]
+        self.kind_placers = kind_placers or {}
+        self.foreign_gpus = [0.0] * state.num_pools
         self._placeable: dict[tuple[int, Demand], bool] = {}
         self._empty: ClusterState | None = None
+
+    @property
+    def interval(self) -> float | None:
+        return self.policy.interval
+
+    def _start(self, state: ClusterState, pool: int, job: JobView) -> Start | None:
+        """Where ``job`` can start now, by its kind's placer or the run's."""
+        if job.kind in self.kind_placers:
+            return self.kind_placers[job.kind](state, pool, job)
+        placement = self.placer.place(state, pool, job.demand)
+        return None if placement is None else Start(job, placement)
 
     def never_fits(self, pool: int, demand: Demand) -> str | None:
         """Why a job of ``demand`` can never run in ``pool``, or None if it can: the cluster's
@@ -141,7 +168,7 @@ class Scheduler:
         if not self.policy.preemptive:
             heappush(self.pools[job.pool].heap, (self.policy.key(job, now), job))
 
-    def on_finished(self, job: JobView) -> None:
+    def on_finished(self, job: JobView, now: float = 0.0) -> None:
         q = self.pools[job.pool]
         q.running_jobs -= 1
         if self.policy.preemptive:
@@ -170,16 +197,21 @@ class Scheduler:
             while heap:
                 job = heap[0][1]
                 d = job.demand
-                placement = place(state, pool, d)
-                if placement is None:
+                if job.kind:
+                    start = self._start(state, pool, job)
+                    placement = None if start is None else start.placement
+                else:
+                    placement = place(state, pool, d)
+                    start = None if placement is None else Start(job, placement)
+                if start is None or placement is None:
                     break
                 heappop(heap)
-                starts.append(Start(job, placement))
+                starts.append(start)
                 if heap:
                     if not recording:
                         state.begin_tentative()
                         recording = True
-                    state.allocate(placement, d.milli, d.cpus, d.memory_mib)
+                    _take(state, start)
         finally:
             if recording:
                 state.rollback()
@@ -201,14 +233,18 @@ class Scheduler:
                 job = entry[1]
                 d = job.demand
                 cpu_only_left -= job.gpus == 0
-                placement = None
+                start = None
                 if job.gpus * d.milli / 1000 <= free:
-                    placement = place(state, pool, d)
-                if placement is None:
+                    if job.kind:
+                        start = self._start(state, pool, job)
+                    else:
+                        placement = place(state, pool, d)
+                        start = None if placement is None else Start(job, placement)
+                if start is None:
                     skipped.append(entry)
                     continue
-                state.allocate(placement, d.milli, d.cpus, d.memory_mib)
-                starts.append(Start(job, placement))
+                _take(state, start)
+                starts.append(start)
         for entry in skipped:
             heappush(heap, entry)
         return Plan(tuple(starts)) if starts else EMPTY_PLAN
@@ -225,26 +261,24 @@ class Scheduler:
             waiting = q.waiting
         else:
             waiting = sorted(((policy.key(e[2], now), e[1], e[2]) for e in q.waiting), key=_rank)
-        admitted, preempts = _admit(running, waiting, state.pool_up_gpus[pool], q.pending_cpu_only)
+        capacity = state.pool_up_gpus[pool] - self.foreign_gpus[pool]
+        admitted, preempts = _admit(running, waiting, capacity, q.pending_cpu_only)
         starts: list[Start] = []
         with state.tentative():
             for job in preempts:
-                d = job.demand
-                assert job.placement is not None
-                state.release(job.placement, d.milli, d.cpus, d.memory_mib)
+                _give_back(state, job)
             # The state only fills up during this loop, so a shape that found no room once
-            # finds none later in the same cycle.
-            unplaceable: set[Demand] = set()
+            # finds none later in the same cycle (per kind: kinds place differently).
+            unplaceable: set[tuple[int, Demand]] = set()
             for job in admitted:
-                if job.running or job.demand in unplaceable:
+                if job.running or (job.kind, job.demand) in unplaceable:
                     continue
-                d = job.demand
-                placement = self.placer.place(state, pool, d)
-                if placement is None:
-                    unplaceable.add(d)
+                start = self._start(state, pool, job)
+                if start is None:
+                    unplaceable.add((job.kind, job.demand))
                     continue
-                state.allocate(placement, d.milli, d.cpus, d.memory_mib)
-                starts.append(Start(job, placement))
+                _take(state, start)
+                starts.append(start)
             kept = [job for job in preempts if _still_free(state, job)]
         if kept:
             preempts = [job for job in preempts if job not in kept]
@@ -300,6 +334,19 @@ def _admit(
     return admitted, preempts
 
 
+def _take(state: ClusterState, start: Start) -> None:
+    """Allocate what ``start`` gives its job (inside a tentative block)."""
+    d = start.job.demand
+    state.allocate(start.placement, d.milli, d.cpus, d.memory_mib, start.split)
+
+
+def _give_back(state: ClusterState, job: JobView) -> None:
+    """Release what a running ``job`` holds (inside a tentative block)."""
+    d = job.demand
+    assert job.placement is not None
+    state.release(job.placement, d.milli, d.cpus, d.memory_mib, job.split)
+
+
 def _still_free(state: ClusterState, job: JobView) -> bool:
     """Whether a job chosen for preemption could keep its resources: nothing placed since took
     them. Takes them back (inside the tentative block) when so."""
@@ -309,7 +356,7 @@ def _still_free(state: ClusterState, job: JobView) -> bool:
         if not state.node_up[node] or any(state.free_milli[node][g] < d.milli for g in gpus):
             return False
     try:
-        state.allocate(job.placement, d.milli, d.cpus, d.memory_mib)
+        state.allocate(job.placement, d.milli, d.cpus, d.memory_mib, job.split)
     except OverCommitError:
         return False
     return True

@@ -1,33 +1,63 @@
-"""Decisions as data: what one scheduling cycle wants done. A plan never mutates anything."""
+"""Decisions as data: what one scheduling cycle wants done. A plan never mutates anything.
+
+A plan is the one kind of decision of dlsched: the simulator applies it to its cluster state on
+a simulated clock and the live service hands it to a back end. Every job kind (rigid, elastic,
+parameter-server) is started, preempted and resized through it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlsched.cluster.state import Placement
+from dlsched.cluster.state import Placement, Split
 from dlsched.scheduler.view import JobView
 
 
 @dataclass(frozen=True, slots=True)
+class JobConfig:
+    """How a job of a resizable kind runs on its GPUs beyond the placement itself (an elastic
+    job's batch split, a parameter-server job's tasks per node). Subclassed per job kind; a
+    rigid job has none."""
+
+
+@dataclass(frozen=True, slots=True)
 class Start:
-    """Start (or resume) ``job`` on ``placement``."""
+    """Start (or resume) ``job`` on ``placement``, configured by ``config`` (None: as the job
+    asked); ``split`` gives the CPUs and memory per placement entry when they are not in
+    proportion to the GPUs there (see :data:`dlsched.cluster.state.Split`)."""
 
     job: JobView
     placement: Placement
+    config: JobConfig | None = None
+    split: Split | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    """Move a running ``job`` to ``placement`` with ``config``. A resize whose placement equals
+    the job's current one changes only its configuration (e.g. the batch size): no restart."""
+
+    job: JobView
+    placement: Placement
+    config: JobConfig | None = None
+    split: Split | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The outcome of a cycle for one pool. Preemptions are applied before starts: the starts'
-    placements assume the preempted jobs' resources are free. ``wake_at`` asks for another
-    cycle at that time even if no event happens (e.g. a job crossing a priority threshold)."""
+    """The outcome of a cycle for one pool. Preemptions are applied first, then resizes (all
+    resized jobs release their old resources before any takes new ones), then starts: the
+    placements assume the resources given up before them are free. ``wake_at`` asks for
+    another cycle at that time even if no event happens (e.g. a job crossing a priority
+    threshold)."""
 
     starts: tuple[Start, ...] = ()
     preempts: tuple[JobView, ...] = ()
     wake_at: float | None = None
+    resizes: tuple[Resize, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.starts or self.preempts)
+        return bool(self.starts or self.preempts or self.resizes)
 
 
 EMPTY_PLAN = Plan()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from dlsched.cluster.state import Demand, Placement
+from dlsched.cluster.state import Demand, Placement, Split
 
 
 class JobView(Protocol):
@@ -31,6 +31,15 @@ class JobView(Protocol):
     def running(self) -> bool: ...
     @property
     def placement(self) -> Placement | None: ...
+    @property
+    def kind(self) -> int:
+        """The job kind (:data:`dlsched.perf.model.KIND_NAMES`); 0 for a rigid job."""
+        ...
+
+    @property
+    def split(self) -> Split | None:
+        """CPUs and memory per placement entry when not in proportion to GPUs (else None)."""
+        ...
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds held so far, including the current run."""

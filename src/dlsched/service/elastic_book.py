@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from dlsched.elastic.perfbook import check_application
+from dlsched.perf.perfbook import check_application
 from dlsched.service.store import Store
 
 

@@ -1,7 +1,7 @@
 """The live side of an elastic policy: what it is told each round, and what it answered.
 
 :class:`ElasticDriver` holds one :class:`~dlsched.elastic.policy.ElasticPolicy` (the object the
-elastic simulator uses, bound once to the cluster and a :class:`~dlsched.elastic.perfbook.PerfBook`)
+elastic simulator uses, bound once to the cluster and a :class:`~dlsched.perf.perfbook.PerfBook`)
 and, for every active elastic job, what the service has learnt of it. Each round
 :meth:`ElasticDriver.decide` builds the policy's :class:`~dlsched.elastic.types.JobInfo` views
 and returns the policy's allocations, validated and capped at each job's ``max_gpus``.
@@ -38,9 +38,8 @@ from typing import Any
 
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.elastic.policy import ElasticPolicy, validate
-from dlsched.elastic.run import cluster_view
-from dlsched.elastic.simulator import THROUGHPUT_HISTORY
-from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo
+from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo, cluster_view
+from dlsched.perf.elastic_progress import THROUGHPUT_HISTORY
 from dlsched.perf.profiles import load_profile
 from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.live_perf import LiveApplication, LivePerfBook

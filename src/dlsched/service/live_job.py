@@ -14,7 +14,11 @@ from dlsched.cluster.state import Demand, Placement
 
 
 class LiveJob:
-    """A read-only view of one active job at one cycle (see the module docstring)."""
+    """A read-only view of one active job at one cycle (see the module docstring). Live jobs
+    run on the resources they asked for: kind 0 (rigid) and no CPU/memory split."""
+
+    kind = 0
+    split = None
 
     __slots__ = (
         "attained_base",

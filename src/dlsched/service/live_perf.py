@@ -2,7 +2,7 @@
 measured throughputs.
 
 Elastic policies read step times and goodput through a
-:class:`~dlsched.elastic.perfbook.PerfBook` keyed by application name. A live job's
+:class:`~dlsched.perf.perfbook.PerfBook` keyed by application name. A live job's
 ``JobInfo.application`` is a :class:`LiveApplication`: the profile's name (equal to it and
 hashing like it, so whatever reads the profile by name still does) carrying the job's row.
 :class:`LivePerfBook` answers for such a name from that job's measurements, recorded by
@@ -33,8 +33,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.perf.goodput import Goodput, GoodputModel
+from dlsched.perf.perfbook import PerfBook
 from dlsched.perf.profiles import load_profile
 
 HISTORY = 5

@@ -9,23 +9,71 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class CheckpointConfig:
-    """Preemption costs, charged as a stall (GPUs held, no progress) when the job resumes:
-    ``one_gpu_s`` for 1 GPU, ``node_s`` up to ``node_gpus`` GPUs, ``multi_node_s`` beyond
-    (defaults: the Helios evaluation's 7 s / 30 s / 60 s). ``interval_s`` is how often a running
-    job checkpoints on its own; a node failure loses the progress since the last one (0 = never,
-    so a failure loses the whole current run)."""
+class RestartCost:
+    """What a job pays, in seconds holding its GPUs without progress, when it (re)starts: a
+    first start stalls ``first_start_s``; a resume (after a preemption or a failure) or a move
+    to other GPUs stalls ``one_gpu_s`` on 1 GPU, ``node_s`` up to ``node_gpus`` GPUs and
+    ``multi_node_s`` beyond (counted on the GPUs it then holds). A change of batch size alone
+    costs nothing."""
 
-    one_gpu_s: float = 7.0
-    node_s: float = 30.0
-    multi_node_s: float = 60.0
+    one_gpu_s: float
+    node_s: float
+    multi_node_s: float
     node_gpus: int = 8
-    interval_s: float = 3600.0
+    first_start_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("one_gpu_s", "node_s", "multi_node_s", "first_start_s"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be finite and >= 0, got {value}")
 
     def cost(self, gpus: int) -> float:
         if gpus <= 1:
             return self.one_gpu_s
         return self.node_s if gpus <= self.node_gpus else self.multi_node_s
+
+
+RESTART_PRESETS: dict[str, RestartCost] = {
+    # Helios evaluation (Hu et al., SC'21): checkpoint restore stalls of 7 / 30 / 60 s.
+    "helios": RestartCost(7.0, 30.0, 60.0),
+    # Pollux artifact (Qiao et al., OSDI'21): 30 s without progress after every start or
+    # change of GPUs.
+    "pollux": RestartCost(30.0, 30.0, 30.0, first_start_s=30.0),
+    # dlsched's SMD reconstruction: 30 s to restore a checkpoint, none at the first start.
+    "smd": RestartCost(30.0, 30.0, 30.0),
+    "none": RestartCost(0.0, 0.0, 0.0),
+}
+KIND_RESTART_PRESETS = {"rigid": "helios", "elastic": "pollux", "ps": "smd"}
+"""The restart cost each job kind gets by default: its paper's."""
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """Restart costs and checkpoints. ``restart``: a preset of :data:`RESTART_PRESETS` for
+    every job kind, or None for each kind's own (:data:`KIND_RESTART_PRESETS`: rigid jobs the
+    Helios figures, elastic jobs Pollux's, parameter-server jobs SMD's); ``costs`` overrides
+    both with explicit figures. ``interval_s`` is how often a running job checkpoints on its
+    own; a node failure loses the progress since the last one (0 = never, so a failure loses
+    the whole current run)."""
+
+    restart: str | None = None
+    costs: RestartCost | None = None
+    interval_s: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if self.restart is not None and self.restart not in RESTART_PRESETS:
+            raise ValueError(
+                f"restart cost {self.restart!r} unknown; presets: {', '.join(RESTART_PRESETS)}"
+            )
+        if not (self.interval_s >= 0 and math.isfinite(self.interval_s)):
+            raise ValueError(f"checkpoint interval must be finite and >= 0, got {self.interval_s}")
+
+    def for_kind(self, kind: str) -> RestartCost:
+        """The restart cost of jobs of ``kind`` (``rigid``, ``elastic`` or ``ps``)."""
+        if self.costs is not None:
+            return self.costs
+        return RESTART_PRESETS[self.restart or KIND_RESTART_PRESETS[kind]]
 
 
 @dataclass(frozen=True)
@@ -74,14 +122,20 @@ class PowerConfig:
 
 @dataclass(frozen=True)
 class SimConfig:
-    """One run. ``estimator``: duration estimator by name (for policies that need one, e.g.
+    """One run. ``policy`` schedules every job kind unless ``kind_policies`` names another
+    policy for a kind (``{"elastic": "pollux", "ps": "smd"}``); ``policy_options`` are the
+    policies' text options, a key ``KIND.NAME`` going to that kind's policy and a plain key to
+    ``policy``. ``estimator``: duration estimator by name (for policies that need one, e.g.
     QSSF); it is seeded with ``seed``. ``use_partitions``: jobs run only in their trace's VC
     (Helios semantics). ``timeline_step_s``: sampling period of timeline.parquet.
     ``every_round``: run round-based policies at every round even when nothing changed (slow;
-    for checking the event-skipping)."""
+    for checking the event-skipping). ``max_idle_rounds``: consecutive rounds in which an
+    allocation policy runs no job while its jobs wait and the pool is idle, before the run is
+    declared stuck (an error naming the policy)."""
 
     policy: str = "fifo"
     policy_options: dict[str, str] = field(default_factory=dict)
+    kind_policies: dict[str, str] = field(default_factory=dict)
     placement: str = "consolidate"
     estimator: str | None = None
     seed: int = 0
@@ -91,6 +145,7 @@ class SimConfig:
     power: PowerConfig = field(default_factory=PowerConfig)
     timeline_step_s: float = 60.0
     every_round: bool = False
+    max_idle_rounds: int = 10_000
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,7 +153,11 @@ class SimConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SimConfig:
         data = dict(data)
-        ckpt = CheckpointConfig(**data.pop("checkpoint", {}))
+        ckpt_data = dict(data.pop("checkpoint", {}))
+        costs = ckpt_data.pop("costs", None)
+        ckpt = CheckpointConfig(
+            costs=RestartCost(**costs) if costs is not None else None, **ckpt_data
+        )
         faults = FaultConfig(**data.pop("faults", {}))
         power = PowerConfig(**data.pop("power", {}))
         return cls(checkpoint=ckpt, faults=faults, power=power, **data)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from dlsched.cluster.state import Demand, Placement
+from dlsched.cluster.state import Demand, Placement, Split
+from dlsched.scheduler.plan import JobConfig
 
 PENDING, RUNNING, DONE = 0, 1, 2
 
@@ -12,23 +14,38 @@ PENDING, RUNNING, DONE = 0, 1, 2
 class SimJob:
     """Progress bookkeeping of one job.
 
-    While running, progress accrues at ``rate`` from ``seg_start`` (the end of any restore stall)
-    on top of ``done``; ``seg_begin`` is when the job got its GPUs. ``epoch`` changes on every
-    start and stop so stale finish events can be recognised.
+    While running, progress accrues at ``rate`` from ``seg_start`` (the end of any restore stall,
+    or the last rate change) on top of ``done``, up to ``boundary``: where the job's performance
+    model changes its rate (an elastic job's next epoch) or ``work`` (the finish). ``seg_begin``
+    is when the job got its current GPUs and ``run_start`` when it began to progress on them
+    (its checkpoint clock); ``ckpt_time``/``ckpt_done`` remember the last checkpoint before the
+    latest rate change. ``epoch`` changes on every start, stop and rate change so stale events
+    can be recognised. ``kind`` is the job kind (a :mod:`dlsched.perf.model` constant), ``ext``
+    the kind's own state, ``config`` and ``split`` how it runs on its placement, ``group`` the
+    policy group that schedules it.
     """
 
     __slots__ = (
+        "alloc_done",
         "attained_base",
+        "boundary",
+        "ckpt_done",
+        "ckpt_time",
+        "config",
         "demand",
         "done",
         "duration",
         "end",
         "epoch",
         "estimate",
+        "ext",
         "first_start",
         "gpus",
+        "group",
+        "held",
         "held_gpu_s",
         "job_id",
+        "kind",
         "lost_gpu_s",
         "placement",
         "pool",
@@ -36,9 +53,11 @@ class SimJob:
         "rate",
         "restarts",
         "row",
+        "run_start",
         "seg_begin",
         "seg_start",
         "seq",
+        "split",
         "stall_next",
         "status",
         "submit_time",
@@ -61,6 +80,7 @@ class SimJob:
         self.submit_time = submit_time
         self.demand = demand
         self.gpus = demand.gpus
+        self.held = demand.gpus
         self.work = work
         self.duration = duration
         self.estimate: float | None = None
@@ -80,6 +100,16 @@ class SimJob:
         self.attained_base = 0.0
         self.stall_next = 0.0
         self.epoch = 0
+        self.kind = 0
+        self.ext: Any = None
+        self.group = 0
+        self.boundary = work
+        self.config: JobConfig | None = None
+        self.split: Split | None = None
+        self.run_start = 0.0
+        self.ckpt_time = math.nan
+        self.ckpt_done = 0.0
+        self.alloc_done = 0.0
 
     def __repr__(self) -> str:
         return f"SimJob({self.job_id!r}, gpus={self.gpus}, status={self.status})"
@@ -90,7 +120,7 @@ class SimJob:
 
     def gpu_weight(self) -> float:
         """GPUs held, counting shares as fractions."""
-        return self.gpus * self.demand.milli / 1000
+        return self.held * self.demand.milli / 1000
 
     def done_at(self, now: float) -> float:
         if self.status == RUNNING and now > self.seg_start:
@@ -99,7 +129,7 @@ class SimJob:
 
     def attained_service(self, now: float) -> float:
         if self.status == RUNNING:
-            return self.attained_base + (now - self.seg_begin) * self.gpus
+            return self.attained_base + (now - self.seg_begin) * self.held
         return self.attained_base
 
     def remaining_time(self, now: float) -> float:
@@ -107,3 +137,28 @@ class SimJob:
         if self.status == RUNNING:
             return max(0.0, self.seg_start - now) + left / self.rate
         return left
+
+    def bank(self, now: float, interval: float) -> None:
+        """Fold the progress since ``seg_start`` into ``done`` before the rate changes at
+        ``now``, remembering the last checkpoint (every ``interval`` seconds from
+        ``run_start``; 0: none) reached at the old rate."""
+        if interval > 0 and now > self.seg_start:
+            k = math.floor((now - self.run_start) / interval)
+            at = self.run_start + k * interval
+            if k > 0 and at >= self.seg_start:
+                self.ckpt_time = at
+                self.ckpt_done = self.done + (at - self.seg_start) * self.rate
+        self.done = self.done_at(now)
+        self.seg_start = max(self.seg_start, now)
+
+    def checkpoint(self, now: float, interval: float) -> tuple[float, float]:
+        """The last checkpoint's time and progress at ``now`` (every ``interval`` seconds of
+        progress on the current GPUs); with none yet, ``(seg_begin, progress at allocation)``."""
+        if interval > 0 and now > self.run_start:
+            k = math.floor((now - self.run_start) / interval)
+            at = self.run_start + k * interval
+            if k > 0 and at >= self.seg_start:
+                return at, self.done + (at - self.seg_start) * self.rate
+            if k > 0 and self.ckpt_time == self.ckpt_time:
+                return self.ckpt_time, self.ckpt_done
+        return self.seg_begin, self.alloc_done

@@ -1,46 +1,65 @@
-"""The simulator: the composition root that replays a trace on a cluster under a policy.
+"""The simulator: the composition root that replays a trace on a cluster under its policies.
 
-It owns the clock (an :class:`Engine`), the :class:`ClusterState`, the :class:`Scheduler` and
-the jobs, and applies each cycle's :class:`Plan`. Events at one instant run in a fixed order:
-node failures and repairs, then job finishes, then arrivals, then one scheduling cycle over the
-pools those events touched. Round-based policies decide only at multiples of their interval;
-rounds in which nothing happened (no event in the pool, no priority threshold crossed) are
-skipped, which gives the same result as running every round (``every_round`` checks it).
+It owns the clock (an :class:`Engine`), the :class:`ClusterState`, the policy groups
+(:mod:`dlsched.sim.groups`: ordering schedulers and allocation schedulers) and the jobs of
+every kind (rigid, elastic, parameter-server), and applies each cycle's :class:`Plan`. A job's
+progress is work ÷ rate from its kind's progress model (:mod:`dlsched.perf.model`); the next
+event of a running job is its next boundary (an elastic job's epoch end) or its finish.
+
+Events at one instant run in a fixed order: node failures and repairs, then job boundaries and
+finishes, then arrivals, then the cycles of the groups whose pools those events touched
+(allocation groups first, then ordering groups), then power management. Round-based policies
+decide only at multiples of their interval; an ordering policy's rounds in which nothing happened
+(no event in the pool, no priority threshold crossed) are skipped, which gives the same result
+as running every round (``every_round`` checks it); an allocation policy decides at every round
+while it has jobs (its decisions may change with time alone).
+
+Restart costs (:class:`~dlsched.sim.config.RestartCost`, per job kind) stall a job that resumes
+or moves; a node failure rolls the jobs on it back to their last checkpoint and requeues them.
 """
 
 from __future__ import annotations
 
 import math
 import time as wallclock
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 
 from dlsched.cluster.spec import ClusterSpec
-from dlsched.cluster.state import WHOLE, ClusterState, Demand
+from dlsched.cluster.state import WHOLE, ClusterState, Demand, OverCommitError, Placement
 from dlsched.metrics.jobs import JobRecords
 from dlsched.metrics.summary import baseline_comparison, makespan_window, summarize
 from dlsched.metrics.timeline import TimelineRecorder
 from dlsched.perf.duration.base import DurationEstimator
 from dlsched.perf.duration.registry import create_estimator, estimators
-from dlsched.perf.model import PerfModel, ReplayModel
+from dlsched.perf.elastic_progress import ElasticModel, new_state
+from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID, ProgressModel, ReplayModel
+from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
+from dlsched.perf.ps_progress import PsModel
 from dlsched.placement.registry import create_placer
-from dlsched.policy.base import Policy
-from dlsched.policy.registry import create_policy
 from dlsched.power.registry import create_power_manager
-from dlsched.scheduler.cycle import Scheduler
+from dlsched.ps.machines import machines_from_cluster
+from dlsched.scheduler.allocation import AllocationScheduler
 from dlsched.scheduler.plan import Plan
-from dlsched.sim.config import SimConfig
+from dlsched.sim.config import RestartCost, SimConfig
 from dlsched.sim.engine import Engine
 from dlsched.sim.faults import MtbfModel, read_outages
+from dlsched.sim.groups import Group, build_groups
 from dlsched.sim.job import DONE, PENDING, RUNNING, SimJob
+from dlsched.sim.kinds import KindColumns, check_elastic, kind_columns, ps_job
 from dlsched.sim.power_states import NodePower
+from dlsched.sim.ps_adapter import why_never_runs
+from dlsched.sim.report import kind_summary
 from dlsched.trace.schema import Trace
 
-P_NODE, P_FINISH, P_ARRIVAL, P_CYCLE, P_POWER = 0, 1, 2, 3, 4
+P_NODE, P_FINISH, P_ARRIVAL, P_POWER = 0, 1, 2, 40
 ProgressFn = Callable[[int, int], None]
+PS_DEFAULT_CPUS, PS_DEFAULT_MEMORY_MIB = 32.0, 128.0 * 1024
+"""CPUs and memory a node is taken to have, when the cluster does not say, in a run with
+parameter-server jobs (whose PS tasks need them); the SMD workload's machines."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +78,8 @@ class RunResult:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One GPU share held by one job over ``[begin, end)``; GPU -1 marks a CPU-only job."""
+    """One GPU share held by one job over ``[begin, end)``; GPU -1 marks a node where the job
+    holds CPUs and memory only."""
 
     row: int
     node: int
@@ -67,6 +87,24 @@ class Segment:
     milli: int
     begin: float
     end: float
+
+
+class StuckError(RuntimeError):
+    """A policy left jobs waiting while nothing could ever change its mind."""
+
+
+def with_task_resources(spec: ClusterSpec) -> ClusterSpec:
+    """``spec`` with the CPUs and memory parameter-server tasks need filled in where a node
+    does not give them (:data:`PS_DEFAULT_CPUS`, :data:`PS_DEFAULT_MEMORY_MIB`)."""
+    nodes = tuple(
+        replace(
+            n,
+            cpus=PS_DEFAULT_CPUS if n.cpus is None else n.cpus,
+            memory_mib=PS_DEFAULT_MEMORY_MIB if n.memory_mib is None else n.memory_mib,
+        )
+        for n in spec.nodes
+    )
+    return replace(spec, nodes=nodes)
 
 
 class Simulator:
@@ -77,29 +115,54 @@ class Simulator:
         trace: Trace,
         cluster: ClusterSpec,
         config: SimConfig,
-        perf: PerfModel | None = None,
-        policy: Policy | None = None,
         progress: ProgressFn | None = None,
         record_segments: bool = False,
         estimator: DurationEstimator | None = None,
     ) -> None:
         """``record_segments`` keeps every allocation interval (for invariant checks)."""
         self.trace = trace
-        self.cluster = cluster
         self.config = config
-        self.perf = perf or ReplayModel()
-        self.policy = policy or create_policy(config.policy, config.policy_options)
+        self.kinds: KindColumns = kind_columns(trace.table, trace.source or "<memory>")
+        present = set(self.kinds.kind)
+        if PS in present:
+            cluster = with_task_resources(cluster)
+        self.cluster = cluster
+        self.state = ClusterState(cluster, config.use_partitions)
         self.placer = create_placer(config.placement, config.seed)
+        self.models: list[ProgressModel | None] = [ReplayModel(), None, None]
+        elastic = None
+        if ELASTIC in present:
+            perf = PerfBook()
+            variants = [variant_for_gpu_type(t) for t in self.state.node_type]
+            model = ElasticModel(perf, variants)
+            self.models[ELASTIC] = model
+            elastic = (model, perf)
+        machines = None
+        if PS in present:
+            machines = machines_from_cluster(cluster)
+            self.models[PS] = PsModel(machines)
+        self.groups, self.group_of = build_groups(
+            present or {RIGID},
+            config.policy,
+            config.kind_policies,
+            config.policy_options,
+            self.state,
+            self.placer,
+            config.seed,
+            elastic,
+            machines,
+        )
+        self.restart: list[RestartCost] = [config.checkpoint.for_kind(name) for name in KIND_NAMES]
         self.estimator = estimator
         if self.estimator is None and config.estimator is not None:
             self.estimator = create_estimator(config.estimator, config.seed)
-        if self.policy.needs_estimate and self.estimator is None:
-            raise ValueError(
-                f"policy {self.policy.name!r} needs a duration estimator (--estimator); "
-                f"available: {', '.join(sorted(estimators()))}"
-            )
-        self.state = ClusterState(cluster, config.use_partitions)
-        self.scheduler = Scheduler(self.policy, self.placer, self.state)
+        for g in self.groups:
+            pol = getattr(g.scheduler, "policy", None)
+            if pol is not None and pol.needs_estimate and self.estimator is None:
+                raise ValueError(
+                    f"policy {g.policy!r} needs a duration estimator (--estimator); "
+                    f"available: {', '.join(sorted(estimators()))}"
+                )
         self.engine = Engine()
         power = config.power
         manager = (
@@ -117,10 +180,13 @@ class Simulator:
         )
         self._track_nodes = self.power.tracks_idle
         self.progress = progress
-        self.interval = self.policy.interval
-        # Event-driven policies run a cycle, which samples the timeline, after every instant
-        # with events; round-based ones also need a sample at each event between rounds.
-        self._sample_events = self.interval is not None
+        self._multi = len(self.groups) > 1
+        npools = self.state.num_pools
+        self._held = [[0.0] * npools for _ in self.groups]
+        # An ordering group run by events cycles after every instant with events, which
+        # samples the timeline; round-based ones also need a sample at each event between
+        # rounds.
+        self._sample_events = any(g.scheduler.interval is not None for g in self.groups)
         self.timeline = TimelineRecorder(
             self.state.pool_names, self.state.pool_total_gpus, config.timeline_step_s
         )
@@ -130,13 +196,16 @@ class Simulator:
         self._next_row = 0
         self._live = 0
         self._finished = 0
-        self._dirty: set[int] = set()
-        self._cycles_at: set[float] = set()
-        self._wake = [math.inf] * self.state.num_pools
-        self._next_wake = math.inf
+        self._dirty: list[set[int]] = [set() for _ in self.groups]
+        self._cycles_at: set[tuple[int, float]] = set()
+        self._wake = [[math.inf] * npools for _ in self.groups]
+        self._next_wake = [math.inf] * len(self.groups)
+        self._idle_rounds = [0] * len(self.groups)
         self._demands: dict[tuple[int, int, float, float, str | None], Demand] = {}
         self._node_jobs: list[set[SimJob]] | None = None
+        self._empty: ClusterState | None = None
         self._mtbf: MtbfModel | None = None
+        self._elastic_jobs: list[SimJob] = []
         self.failures = 0
         self.cycles = 0
         self._progress_every = max(1, n // 200)
@@ -155,10 +224,8 @@ class Simulator:
         self._cpus: list[float | None] = t.column("num_cpus").to_pylist()
         self._mem: list[float | None] = t.column("memory_mib").to_pylist()
         self._gtype: list[str | None] = t.column("gpu_type").to_pylist()
-        vcs = t.column("vc")
-        self._vc: list[str | None] = vcs.to_pylist()
-        pool_of = {name: i for i, name in enumerate(self.state.pool_names)}
-        self._pool_of_vc = pool_of
+        self._vc: list[str | None] = t.column("vc").to_pylist()
+        self._pool_of_vc = {name: i for i, name in enumerate(self.state.pool_names)}
 
     def _pool_for(self, vc: str | None) -> tuple[int, str | None]:
         if not self.config.use_partitions or self.state.num_pools == 1:
@@ -190,7 +257,13 @@ class Simulator:
                 self.engine.schedule(self._submit[0], P_POWER, self._on_power_step, 0)
             self.engine.run()
         if self._live:
-            raise RuntimeError(f"simulation ended with {self._live} unfinished jobs (a bug)")
+            waiting = [
+                g.policy for g in self.groups if any(q.pending_jobs for q in g.scheduler.pools)
+            ]
+            raise StuckError(
+                f"policy {', '.join(repr(p) for p in waiting) or '?'} left {self._live} jobs "
+                "waiting with nothing running and nothing left to happen"
+            )
         wall = wallclock.perf_counter() - started
         jobs = self.records.to_table(self._ids, self.state.pool_names)
         start = self._submit[0] if self._submit else 0.0
@@ -202,7 +275,7 @@ class Simulator:
             partition_gpus=dict(
                 zip(self.state.pool_names, self.state.pool_total_gpus, strict=True)
             ),
-            policy=self.policy.name,
+            policy=self.config.policy,
             placement=self.placer.name,
             sim_wall_s=wall,
             idle_w_per_gpu=self.config.power.idle_w_per_gpu,
@@ -215,6 +288,17 @@ class Simulator:
                 "cluster": self.cluster.name,
                 "seed": self.config.seed,
             },
+        )
+        summary.update(
+            kind_summary(
+                self.kinds.kind,
+                self.records,
+                {KIND_NAMES[k]: self.groups[g].policy for k, g in self.group_of.items()},
+                self._elastic_jobs,
+                self.models[ELASTIC],
+                self.state,
+                self.restart[ELASTIC].first_start_s,
+            )
         )
         if managed:
             summary.update(self.power.report(*makespan_window(jobs)))
@@ -232,200 +316,444 @@ class Simulator:
         submit = self._submit
         n = len(submit)
         i = self._next_row
-        touched = self._dirty
         while i < n and submit[i] == now:
             job = self._admit(i, now)
             if job is not None:
-                self.scheduler.on_submitted(job, now)
+                sched = self.groups[job.group].scheduler
+                sched.on_submitted(job, now)
                 self._live += 1
-                touched.add(job.pool)
+                self._dirty[job.group].add(job.pool)
                 if self._sample_events:
                     self._sample(job.pool, now)
             i += 1
         self._next_row = i
         if i < n:
             self.engine.schedule(submit[i], P_ARRIVAL, self._on_arrival)
-        self._request_cycle(now)
+        self._request_cycles(now)
         if self._live == 0 and i >= n:
             self.engine.stop()
 
     def _admit(self, row: int, now: float) -> SimJob | None:
         pool, reason = self._pool_for(self._vc[row])
+        kind = self.kinds.kind[row]
         gpus = self._gpus[row]
-        milli = self._milli[row]
-        shape = (
-            gpus,
-            WHOLE if milli is None or gpus == 0 else milli,
-            self._cpus[row] or 0.0,
-            self._mem[row] or 0.0,
-            self._gtype[row],
-        )
+        if kind == RIGID:
+            milli = self._milli[row]
+            shape = (
+                gpus,
+                WHOLE if milli is None or gpus == 0 else milli,
+                self._cpus[row] or 0.0,
+                self._mem[row] or 0.0,
+                self._gtype[row],
+            )
+        else:
+            shape = (gpus, WHOLE, 0.0, 0.0, None)
         demand = self._demands.get(shape)
         if demand is None:
             demand = self._demands[shape] = Demand(*shape)
         duration = self._duration[row]
-        work = self._work[row]
-        if self._work_unit[row] not in (None, "seconds") or work is None:
-            work = duration
-        if reason is None and work is None:
-            reason = "no run time or work: replay needs a duration (or a performance model)"
+        g = self.group_of[kind]
+        group = self.groups[g]
+        ext: Any = None
+        work: float | None
+        if kind == RIGID:
+            work = self._work[row]
+            if self._work_unit[row] not in (None, "seconds") or work is None:
+                work = duration
+            if reason is None and work is None:
+                reason = "no run time or work: replay needs a duration (or a performance model)"
+        else:
+            ext, work = self._kind_state(row, kind)
         if reason is None:
-            reason = self.scheduler.never_fits(pool, demand)
+            reason = group.scheduler.never_fits(pool, demand)
         if reason is not None:
             self.records.set_aside(row, reason, gpus, now)
             return None
         assert work is not None
         job = SimJob(row, self._ids[row], now, demand, work, duration, pool)
-        if self.estimator is not None:
+        job.kind = kind
+        job.ext = ext
+        job.group = g
+        if kind != RIGID:
+            reason = self._kind_never_fits(job, group)
+            if reason is not None:
+                self.records.set_aside(row, reason, gpus, now)
+                return None
+        if kind == ELASTIC:
+            self._elastic_jobs.append(job)
+        if self.estimator is not None and kind == RIGID:
             job.estimate = self.estimator.estimate(row, now)
         return job
 
+    def _kind_state(self, row: int, kind: int) -> tuple[Any, float]:
+        k = self.kinds
+        where = f"trace {self.trace.source or '<memory>'}: job {self._ids[row]!r}"
+        if kind == ELASTIC:
+            model = self.models[ELASTIC]
+            assert isinstance(model, ElasticModel)
+            app = check_elastic(where, k.application[row], self._gpus[row], k.batch_size[row])
+            batch = k.batch_size[row]
+            assert batch is not None
+            state = new_state(model.perf, app, self._gpus[row], batch)
+            return state, state.eff.total_progress
+        samples = self._work[row] if self._work_unit[row] == "samples" else None
+        ps = ps_job(
+            where,
+            self._ids[row],
+            self._submit[row],
+            k.application[row],
+            k.batch_size[row],
+            samples,
+            self._gpus[row],
+            k.num_servers[row],
+            k.max_gpus[row],
+            k.max_servers[row],
+        )
+        return ps, ps.samples
+
+    def _kind_never_fits(self, job: SimJob, group: Group) -> str | None:
+        """Why an elastic or PS job can never run under its group's policy, or None."""
+        sched = group.scheduler
+        if isinstance(sched, AllocationScheduler):
+            return sched.never_fits_job(job.pool, job)
+        if job.kind != PS:
+            return None
+        model = self.models[PS]
+        assert isinstance(model, PsModel)
+        machines = [model.machines[n] for n in self.state.pool_nodes[job.pool]]
+        reason = why_never_runs(job.ext, machines)
+        if reason is not None:
+            return reason
+        if self._empty is None:
+            self._empty = ClusterState(self.cluster, self.config.use_partitions)
+        if sched.kind_placers[PS](self._empty, job.pool, job) is None:
+            ps = job.ext
+            return (
+                f"the requested {ps.requested_workers} workers and {ps.requested_servers} PS "
+                "do not fit on the empty machines"
+            )
+        return None
+
     # ---- cycles --------------------------------------------------------------------------
-    def _request_cycle(self, at: float) -> None:
-        """Make sure a cycle runs at ``at`` (rounded up to a round for round-based policies)
-        after every other event of that instant. An event-driven cycle whose instant has no
-        other event left runs at once instead of through the heap (same order, less work)."""
+    def _request_cycles(self, at: float) -> None:
+        for g in range(len(self.groups)):
+            if self._dirty[g]:
+                self._request_cycle(g, at)
+
+    def _request_cycle(self, g: int, at: float) -> None:
+        """Make sure group ``g``'s cycle runs at ``at`` (rounded up to a round for round-based
+        policies) after every other event of that instant. A lone event-driven group's cycle
+        whose instant has no other event left runs at once instead of through the heap (same
+        order, less work)."""
         now = self.engine.now
-        if self.interval is not None:
-            at = max(math.ceil(at / self.interval - 1e-9) * self.interval, now)
-        elif at == now and at not in self._cycles_at:
+        interval = self.groups[g].scheduler.interval
+        if interval is not None:
+            at = max(math.ceil(at / interval - 1e-9) * interval, now)
+        elif at == now and not self._multi and (g, at) not in self._cycles_at:
             nxt = self.engine.peek_time()
             if nxt is None or nxt > now:
-                self._run_cycle(now)
+                self._run_cycle(g, now)
                 return
-        if at not in self._cycles_at:
-            self._cycles_at.add(at)
-            self.engine.schedule(at, P_CYCLE, self._on_cycle, at)
+        if (g, at) not in self._cycles_at:
+            self._cycles_at.add((g, at))
+            self.engine.schedule(at, self.groups[g].priority, self._on_cycle, (g, at))
 
-    def _on_cycle(self, at: float) -> None:
-        self._cycles_at.discard(at)
-        self._run_cycle(self.engine.now)
+    def _on_cycle(self, arg: tuple[int, float]) -> None:
+        self._cycles_at.discard(arg)
+        self._run_cycle(arg[0], self.engine.now)
 
-    def _run_cycle(self, now: float) -> None:
-        pools = self._dirty
-        self._dirty = set()
-        if self._next_wake <= now + 1e-9:
-            self._next_wake = math.inf
-            for p, wake in enumerate(self._wake):
+    def _run_cycle(self, g: int, now: float) -> None:
+        group = self.groups[g]
+        sched = group.scheduler
+        pools = self._dirty[g]
+        self._dirty[g] = set()
+        wakes = self._wake[g]
+        if self._next_wake[g] <= now + 1e-9:
+            self._next_wake[g] = math.inf
+            for p, wake in enumerate(wakes):
                 if wake <= now + 1e-9:
                     pools.add(p)
-                    self._wake[p] = math.inf
-                elif wake < self._next_wake:
-                    self._next_wake = wake
-        every_round = self.config.every_round and self.interval is not None
+                    wakes[p] = math.inf
+                elif wake < self._next_wake[g]:
+                    self._next_wake[g] = wake
+        interval = sched.interval
+        every_round = interval is not None and (self.config.every_round or not group.ordering)
         if every_round:
-            pools = set(range(self.state.num_pools))
+            pools = {p for p in range(self.state.num_pools) if self._active(g, p)}
         for pool in sorted(pools) if len(pools) > 1 else pools:
             self.cycles += 1
-            plan = self.scheduler.cycle(pool, now)
+            if self._multi:
+                self._share(g, pool)
+            try:
+                plan = sched.cycle(pool, now)
+            except OverCommitError as exc:
+                raise RuntimeError(f"policy {group.policy!r} over-committed: {exc}") from None
             if plan:
                 self._apply(plan, now)
+            elif not group.ordering:
+                self._check_idle(g, pool, now)
             self._sample(pool, now)
             if self._track_nodes:
-                q = self.scheduler.pools[pool]
-                if q.pending_jobs:
-                    self.power.on_demand(pool, q.pending_gpus, q.running_jobs, now)
+                self._power_demand(pool, now)
             if plan.wake_at is not None:
-                self._wake[pool] = plan.wake_at
-                self._next_wake = min(self._next_wake, plan.wake_at)
-                self._request_cycle(max(plan.wake_at, now))
-        if every_round and self._live:
-            self._request_cycle(now + self.interval)  # type: ignore[operator]
+                wakes[pool] = plan.wake_at
+                self._next_wake[g] = min(self._next_wake[g], plan.wake_at)
+                self._request_cycle(g, max(plan.wake_at, now))
+        if (
+            every_round
+            and self._live
+            and any(self._active(g, p) for p in range(self.state.num_pools))
+        ):
+            assert interval is not None
+            self._request_cycle(g, now + interval)
 
+    def _active(self, g: int, pool: int) -> bool:
+        q = self.groups[g].scheduler.pools[pool]
+        return bool(q.pending_jobs or q.running_jobs)
+
+    def _share(self, g: int, pool: int) -> None:
+        """Tell group ``g`` what the other groups hold (and, for an allocation group, what the
+        ordering groups ranking above it wait for) in ``pool``."""
+        total = sum(h[pool] for h in self._held)
+        sched = self.groups[g].scheduler
+        if self.groups[g].ordering:
+            sched.foreign_gpus[pool] = total - self._held[g][pool]  # type: ignore[union-attr]
+        else:
+            reserve = sum(
+                self.groups[o].scheduler.pools[pool].pending_gpus
+                for o in range(g)
+                if self.groups[o].ordering
+            )
+            sched.reserved[pool] = float(reserve)  # type: ignore[union-attr]
+
+    def _check_idle(self, g: int, pool: int, now: float) -> None:
+        """Count rounds in which an allocation policy runs nothing while its jobs wait and no
+        other group holds a GPU of the pool; too many in a row is a policy bug."""
+        q = self.groups[g].scheduler.pools[pool]
+        if q.pending_jobs and not q.running_jobs and self.state.busy_gpus(pool) == 0:
+            self._idle_rounds[g] += 1
+            if self._idle_rounds[g] > self.config.max_idle_rounds:
+                raise StuckError(
+                    f"policy {self.groups[g].policy!r} allocated no GPU for "
+                    f"{self._idle_rounds[g]} rounds while {q.pending_jobs} jobs waited "
+                    f"(at {now:.0f} s)"
+                )
+        else:
+            self._idle_rounds[g] = 0
+
+    def _power_demand(self, pool: int, now: float) -> None:
+        pending = sum(gr.scheduler.pools[pool].pending_gpus for gr in self.groups)
+        if pending:
+            running = sum(gr.scheduler.pools[pool].running_jobs for gr in self.groups)
+            self.power.on_demand(pool, pending, running, now)
+
+    # ---- applying a plan -----------------------------------------------------------------
     def _apply(self, plan: Plan, now: float) -> None:
-        state, sched = self.state, self.scheduler
-        for view in plan.preempts:
-            job = view
+        state = self.state
+        changed: set[int] = set()
+        for job in plan.preempts:
             assert isinstance(job, SimJob)
+            changed.update(n for n, _ in job.placement or ())
             self._stop(job, now)
             job.preemptions += 1
-            job.stall_next = self.config.checkpoint.cost(job.gpus)
-            sched.on_stopped(job, now)
+            self.groups[job.group].scheduler.on_stopped(job, now)
+        moving: list[tuple[SimJob, Placement, Any, Any]] = []
+        for resize in plan.resizes:
+            job = resize.job
+            assert isinstance(job, SimJob)
+            moved = resize.placement != job.placement or (
+                job.kind == PS and resize.config != job.config
+            )
+            if moved:
+                changed.update(n for n, _ in job.placement or ())
+                self._stop(job, now)
+                moving.append((job, resize.placement, resize.config, resize.split))
+            else:
+                self._bank(job, now)
+                job.config = resize.config
+                self._begin(job, now)
+        for job, placement, config, split in moving:
+            job.restarts += 1
+            self._allocate(job, placement, config, split, now)
+            job.status = RUNNING
+            stall = self.restart[job.kind].cost(job.held)
+            self._launch(job, now, stall)
+            changed.update(n for n, _ in placement)
+        sched_of = self.groups
         for start in plan.starts:
             job = start.job
             assert isinstance(job, SimJob)
-            placement = start.placement
-            d = job.demand
-            state.allocate(placement, d.milli, d.cpus, d.memory_mib)
-            job.placement = placement
+            self._allocate(job, start.placement, start.config, start.split, now)
             job.status = RUNNING
-            job.epoch += 1
-            job.seg_begin = now
-            job.seg_start = now + job.stall_next
-            job.stall_next = 0.0
             if job.first_start != job.first_start:
                 job.first_start = now
-            rate = self.perf.rate(job, placement, state)
-            job.rate = rate
-            finish = job.seg_start + (job.work - job.done) / rate
-            self.engine.schedule(finish, P_FINISH, self._on_finish, (job, job.epoch))
-            sched.on_started(job)
-            if self._node_jobs is not None:
-                for node, _ in placement:
-                    self._node_jobs[node].add(job)
-            if self._track_nodes:
-                for node, _ in placement:
-                    self.power.node_used(node)
+                stall = self.restart[job.kind].first_start_s
+            else:
+                job.restarts += 1
+                stall = self.restart[job.kind].cost(job.held)
+            self._launch(job, now, stall)
+            sched_of[job.group].scheduler.on_started(job)
+            changed.update(n for n, _ in start.placement)
+        del state
+        if changed and self.models[PS] is not None:
+            self._rerate(self.models[PS].affected(changed), now)  # type: ignore[union-attr]
+
+    def _allocate(
+        self, job: SimJob, placement: Placement, config: Any, split: Any, now: float
+    ) -> None:
+        d = job.demand
+        self.state.allocate(placement, d.milli, d.cpus, d.memory_mib, split)
+        job.placement = placement
+        job.config = config
+        job.split = split
+        job.held = sum(len(g) for _, g in placement) if job.kind else job.gpus
+        if self._multi:
+            self._held[job.group][job.pool] += job.gpu_weight()
+        if self._node_jobs is not None:
+            for node, _ in placement:
+                self._node_jobs[node].add(job)
+        if self._track_nodes:
+            for node, _ in placement:
+                self.power.node_used(node)
+
+    def _launch(self, job: SimJob, now: float, stall: float) -> None:
+        """Start ``job``'s progress on its new GPUs after ``stall`` seconds."""
+        job.epoch += 1
+        job.seg_begin = now
+        job.seg_start = job.run_start = now + stall
+        job.alloc_done = job.done
+        job.ckpt_time = math.nan
+        model = self.models[job.kind]
+        assert model is not None
+        model.moved(job, now)
+        model.begin(job, now)
+        self._schedule_boundary(job)
+
+    def _begin(self, job: SimJob, now: float) -> None:
+        """Recompute a running job's rate in place (same GPUs) and re-plan its next event."""
+        job.epoch += 1
+        model = self.models[job.kind]
+        assert model is not None
+        model.begin(job, now)
+        self._schedule_boundary(job)
+
+    def _rerate(self, jobs: Iterable[SimJob], now: float) -> None:
+        model = self.models[PS]
+        assert model is not None
+        for job in jobs:
+            if job.status != RUNNING:
+                continue
+            self._bank(job, now)
+            job.epoch += 1
+            model.rerate(job)
+            self._schedule_boundary(job)
+
+    def _schedule_boundary(self, job: SimJob) -> None:
+        at = max(job.seg_start, self.engine.now) + (job.boundary - job.done) / job.rate
+        self.engine.schedule(at, P_FINISH, self._on_boundary, (job, job.epoch))
+
+    def _bank(self, job: SimJob, now: float) -> None:
+        model = self.models[job.kind]
+        if job.kind:
+            assert model is not None
+            model.bank(job, now)
+        job.bank(now, self.config.checkpoint.interval_s)
 
     def _stop(self, job: SimJob, now: float, keep_progress: bool = True) -> None:
         """Take a running job off its resources, accounting progress and GPU time."""
         d = job.demand
         assert job.placement is not None
         if keep_progress:
-            job.done = job.done_at(now)
-        held = (now - job.seg_begin) * job.gpu_weight()
-        job.held_gpu_s += held
-        job.attained_base += (now - job.seg_begin) * job.gpus
-        self.state.release(job.placement, d.milli, d.cpus, d.memory_mib)
+            self._bank(job, now)
+        weight = job.gpu_weight()
+        job.held_gpu_s += (now - job.seg_begin) * weight
+        job.attained_base += (now - job.seg_begin) * job.held
+        self.state.release(job.placement, d.milli, d.cpus, d.memory_mib, job.split)
+        if self._multi:
+            self._held[job.group][job.pool] -= weight
         if self.segments is not None:
             for node, gpus in job.placement:
-                for g in gpus or (-1,):
-                    self.segments.append(Segment(job.row, node, g, d.milli, job.seg_begin, now))
+                for gpu in gpus or (-1,):
+                    self.segments.append(Segment(job.row, node, gpu, d.milli, job.seg_begin, now))
         if self._node_jobs is not None:
             for node, _ in job.placement:
                 self._node_jobs[node].discard(job)
         if self._track_nodes:
             for node, _ in job.placement:
                 self.power.node_freed(node, now)
+        if job.kind:
+            model = self.models[job.kind]
+            assert model is not None
+            model.stopped(job, now)
+            model.moved(job, now)
         job.placement = None
+        job.split = None
         job.status = PENDING
         job.epoch += 1
 
-    # ---- finishes ------------------------------------------------------------------------
-    def _on_finish(self, arg: tuple[SimJob, int]) -> None:
+    # ---- boundaries and finishes ---------------------------------------------------------
+    def _on_boundary(self, arg: tuple[SimJob, int]) -> None:
         job, epoch = arg
         if job.epoch != epoch:
             return
         now = self.engine.now
+        self._bank(job, now)
+        job.done = job.boundary
+        if job.kind:
+            model = self.models[job.kind]
+            assert model is not None
+            model.cross(job, now)
+            if job.done < job.work:
+                job.epoch += 1
+                self._schedule_boundary(job)
+                return
+        self._finish(job, now)
+
+    def _finish(self, job: SimJob, now: float) -> None:
         job.done = job.work
+        placement = job.placement
         self._stop(job, now, keep_progress=False)
         job.status = DONE
         job.end = now
-        self.scheduler.on_finished(job)
+        self.groups[job.group].scheduler.on_finished(job, now)
         self.records.finish(job)
-        if self.estimator is not None:
+        if self.estimator is not None and job.kind == RIGID:
             self.estimator.observe(job.row, job.duration or job.work, now)
         self._live -= 1
         self._finished += 1
-        self._dirty.add(job.pool)
+        self._dirty[job.group].add(job.pool)
+        if self._multi:
+            for g in range(len(self.groups)):
+                self._dirty[g].add(job.pool)
         if self._sample_events:
             self._sample(job.pool, now)
-        self._request_cycle(now)
+        if job.kind == PS and placement is not None:
+            model = self.models[PS]
+            assert model is not None
+            self._rerate(model.affected({n for n, _ in placement}), now)
+        self._request_cycles(now)
         if self.progress is not None and self._finished % self._progress_every == 0:
             self.progress(self._finished, len(self._submit))
         if self._live == 0 and self._next_row >= len(self._submit):
             self.engine.stop()
 
     def _sample(self, pool: int, now: float) -> None:
-        q = self.scheduler.pools[pool]
+        if self._multi:
+            qs = [g.scheduler.pools[pool] for g in self.groups]
+            running = sum(q.running_jobs for q in qs)
+            pending = sum(q.pending_jobs for q in qs)
+            pending_gpus = sum(q.pending_gpus for q in qs)
+        else:
+            q = self.groups[0].scheduler.pools[pool]
+            running, pending, pending_gpus = q.running_jobs, q.pending_jobs, q.pending_gpus
         self.timeline.record(
             pool,
             now,
             self.state.busy_gpus(pool),
             self.state.pool_up_gpus[pool],
-            q.running_jobs,
-            q.pending_jobs,
-            q.pending_gpus,
+            running,
+            pending,
+            pending_gpus,
         )
 
     # ---- power management ----------------------------------------------------------------
@@ -433,7 +761,10 @@ class Simulator:
         if self._live == 0 and self._next_row >= len(self._submit):
             return
         now = self.engine.now
-        queued = [q.pending_jobs for q in self.scheduler.pools]
+        queued = [
+            sum(g.scheduler.pools[p].pending_jobs for g in self.groups)
+            for p in range(self.state.num_pools)
+        ]
         self.power.decide(step, now, queued)
         for pool in range(self.state.num_pools):
             self._sample(pool, now)
@@ -442,12 +773,16 @@ class Simulator:
         nxt = self._submit[0] + (step + 1) * manager.interval_s
         self.engine.schedule(nxt, P_POWER, self._on_power_step, step + 1)
 
+    def _touch_all(self, pool: int) -> None:
+        for g in range(len(self.groups)):
+            self._dirty[g].add(pool)
+
     def _on_node_ready(self, node: int) -> None:
         now = self.engine.now
         pool = self.state.node_pool[node]
-        self._dirty.add(pool)
+        self._touch_all(pool)
         self._sample(pool, now)
-        self._request_cycle(now)
+        self._request_cycles(now)
 
     # ---- faults --------------------------------------------------------------------------
     def _setup_faults(self) -> None:
@@ -471,27 +806,31 @@ class Simulator:
             return
         assert self._node_jobs is not None
         interval = self.config.checkpoint.interval_s
-        for job in sorted(self._node_jobs[node], key=lambda j: j.seq):
-            saved, saved_at = job.done, job.seg_begin
-            if interval > 0 and now > job.seg_start:
-                checkpoints = math.floor((now - job.seg_start) / interval)
-                if checkpoints > 0:
-                    saved += checkpoints * interval * job.rate
-                    saved_at = job.seg_start + checkpoints * interval
+        victims = sorted(self._node_jobs[node], key=lambda j: j.seq)
+        changed: set[int] = set()
+        for job in victims:
+            saved_at, saved = job.checkpoint(now, interval)
             lost_s = now - saved_at
+            weight = job.gpu_weight()
+            changed.update(n for n, _ in job.placement or ())
             self._stop(job, now)
-            job.done = min(saved, job.work)
-            job.lost_gpu_s += max(0.0, lost_s) * job.gpu_weight()
-            job.restarts += 1
-            job.stall_next = self.config.checkpoint.cost(job.gpus)
-            self.scheduler.on_stopped(job, now)
-            self._dirty.add(job.pool)
+            saved = min(saved, job.work)
+            if job.kind:
+                model = self.models[job.kind]
+                assert model is not None
+                model.restored(job, saved)
+            job.done = saved
+            job.lost_gpu_s += max(0.0, lost_s) * weight
+            self.groups[job.group].scheduler.on_stopped(job, now)
+            self._dirty[job.group].add(job.pool)
         self.power.set_failed(node, True)
         self.failures += 1
         pool = self.state.node_pool[node]
-        self._dirty.add(pool)
+        self._touch_all(pool)
         self._sample(pool, now)
-        self._request_cycle(now)
+        if changed and self.models[PS] is not None:
+            self._rerate(self.models[PS].affected(changed), now)  # type: ignore[union-attr]
+        self._request_cycles(now)
         if self._mtbf is not None:
             self.engine.schedule(self._mtbf.repair_time(now), P_NODE, self._on_repair, node)
 
@@ -501,9 +840,9 @@ class Simulator:
             return
         self.power.set_failed(node, False)
         pool = self.state.node_pool[node]
-        self._dirty.add(pool)
+        self._touch_all(pool)
         self._sample(pool, now)
-        self._request_cycle(now)
+        self._request_cycles(now)
         if self._mtbf is not None:
             self.engine.schedule(self._mtbf.next_failure(now), P_NODE, self._on_fail, node)
 
@@ -512,7 +851,6 @@ def simulate(
     trace: Trace,
     cluster: ClusterSpec,
     config: SimConfig | None = None,
-    perf: PerfModel | None = None,
     progress: ProgressFn | None = None,
     record_segments: bool = False,
 ) -> RunResult:
@@ -521,11 +859,11 @@ def simulate(
     adds the comparison to its summary (:func:`baseline_comparison`)."""
     config = config or SimConfig()
     result = Simulator(
-        trace, cluster, config, perf, progress=progress, record_segments=record_segments
+        trace, cluster, config, progress=progress, record_segments=record_segments
     ).run()
     power = config.power
     if power.manager is not None and power.compare_baseline:
         always_on = replace(power, manager=None, manager_options={})
-        baseline = Simulator(trace, cluster, replace(config, power=always_on), perf).run()
+        baseline = Simulator(trace, cluster, replace(config, power=always_on)).run()
         result.summary.update(baseline_comparison(result.summary, baseline.summary))
     return result

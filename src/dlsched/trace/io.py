@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from dlsched.outdir import write_file_atomic
 from dlsched.trace.checks import bad_rows_error, check_rows
 from dlsched.trace.errors import RowError, TraceError
-from dlsched.trace.schema import SCHEMA, Trace, sort_by_submit
+from dlsched.trace.schema import OPTIONAL_SINCE_V2, SCHEMA, Trace, sort_by_submit
 
 SOURCE_KEY = b"dlsched.source"
 ORIGIN_KEY = b"dlsched.origin_unix"
@@ -74,6 +74,12 @@ def read_parquet_checked(
         origin = None if origin_text is None else float(origin_text.decode())
     except ValueError:
         raise TraceError(f"{name}: metadata {ORIGIN_KEY.decode()} is not a number") from None
+    for name in OPTIONAL_SINCE_V2:
+        if name not in table.schema.names:
+            table = table.append_column(
+                pa.field(name, SCHEMA.field(name).type),
+                pa.nulls(table.num_rows, SCHEMA.field(name).type),
+            )
     table = table.select(list(SCHEMA.names)).cast(SCHEMA)
     rows = range(1, table.num_rows + 1)
     keep, errors = check_rows(table, name, rows, place="row")
@@ -89,6 +95,8 @@ def _check_schema(path: str, schema: pa.Schema) -> None:
     problems: list[str] = []
     for field in SCHEMA:
         indices = schema.get_all_field_indices(field.name)
+        if not indices and field.name in OPTIONAL_SINCE_V2:
+            continue
         if not indices:
             problems.append(f"field {field.name!r}: missing")
             continue

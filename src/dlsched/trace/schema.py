@@ -42,9 +42,16 @@ SCHEMA = pa.schema(
         pa.field("start_time", pa.float64()),
         pa.field("end_time", pa.float64()),
         pa.field("num_nodes", pa.int32()),
+        pa.field("kind", pa.string()),
+        pa.field("num_servers", pa.int32()),
+        pa.field("max_gpus", pa.int32()),
+        pa.field("max_servers", pa.int32()),
     ],
-    metadata={"dlsched.schema": "1"},
+    metadata={"dlsched.schema": "2"},
 )
+OPTIONAL_SINCE_V2 = ("kind", "num_servers", "max_gpus", "max_servers")
+"""Fields added in schema 2 (job kinds); a stored schema-1 trace lacks them and reads as
+nulls."""
 COLUMN_NAMES: tuple[str, ...] = tuple(SCHEMA.names)
 
 
@@ -55,6 +62,14 @@ class JobSpec:
     ``duration`` is the run time at the requested allocation (what a replay uses as work when
     ``work`` is absent). ``gpu_milli`` below 1000 means the job shares one GPU (``num_gpus`` is 1).
     ``start_time``/``end_time`` are what the original cluster did, kept for characterization only.
+
+    ``kind`` says how the job runs (:data:`dlsched.perf.model.KIND_NAMES`; None: inferred, see
+    :func:`dlsched.sim.kinds.row_kind`): ``rigid`` replays its run time at ``num_gpus``;
+    ``elastic`` is an ``application`` of the Pollux profiles at global batch ``batch_size``,
+    asking for ``num_gpus`` (an elastic policy may give it up to ``max_gpus``); ``ps`` is a
+    parameter-server job training ``work`` samples of the zoo network ``application`` at
+    per-worker ``batch_size``, asking for ``num_gpus`` workers and ``num_servers`` PS (up to
+    ``max_gpus`` and ``max_servers``).
     """
 
     job_id: str
@@ -76,6 +91,10 @@ class JobSpec:
     start_time: float | None = None
     end_time: float | None = None
     num_nodes: int | None = None
+    kind: str | None = None
+    num_servers: int | None = None
+    max_gpus: int | None = None
+    max_servers: int | None = None
 
 
 assert tuple(f.name for f in fields(JobSpec)) == COLUMN_NAMES

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dlsched.elastic.gavel_lp import max_min_fairness, min_jct
-from dlsched.elastic.perfbook import consolidated_counts
 from dlsched.elastic.policy import ElasticPolicy, fixed_allocation, place_consolidated
-from dlsched.elastic.types import Allocation, JobInfo
+from dlsched.elastic.types import Allocation, ClusterView, JobInfo
+from dlsched.perf.perfbook import consolidated_counts
 
 OBJECTIVES = ("max_min", "min_jct")
 
@@ -43,15 +43,26 @@ class Gavel(ElasticPolicy):
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
 
+    def never_fits(self, application: str, gpus: int, cluster: ClusterView) -> str | None:
+        """A job runs on one GPU type at a time: it must fit the largest type."""
+        sizes = {v: cluster.size_of_variant(v) for v in cluster.variants}
+        best = max(sizes, key=lambda v: sizes[v])
+        if gpus > sizes[best]:
+            return (
+                f"policy 'gavel' runs a job on one GPU type; it needs {gpus} GPUs and the "
+                f"largest type ({best}) has {sizes[best]}"
+            )
+        return None
+
     def _variant_of(self, alloc: Allocation) -> str:
         return self.cluster.nodes[alloc.gpus[0][0]].variant
 
     def throughput(self, job: JobInfo, variant: str) -> float:
         """Examples per second at the requested GPUs and batch on ``variant`` (0 if the type has
         too few GPUs)."""
-        if job.requested_gpus > self.cluster.gpus_of_variant(variant):
+        if job.requested_gpus > self.cluster.size_of_variant(variant):
             return 0.0
-        gpn = max(n.gpus for n in self.cluster.nodes if n.variant == variant)
+        gpn = self.cluster.gpus_per_node(variant)
         config = self.perf.fixed_batch(job.application, job.requested_gpus, job.requested_bsz)
         t = self.perf.iteration_time(
             job.application,

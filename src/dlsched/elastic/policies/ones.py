@@ -75,9 +75,9 @@ from dlsched.elastic.ones_ops import (
     trim,
 )
 from dlsched.elastic.ones_predictor import BetaProgressPredictor
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.policy import ElasticPolicy, fixed_allocation
 from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo
+from dlsched.perf.perfbook import PerfBook
 
 
 @dataclass

@@ -24,7 +24,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dlsched.elastic.perfbook import consolidated_counts
 from dlsched.elastic.policy import ElasticPolicy, fixed_allocation, free_gpus, place_consolidated
 from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo
 from dlsched.perf.optimus import (
@@ -34,6 +33,7 @@ from dlsched.perf.optimus import (
     fit_ps_speed,
     loss_from_metric,
 )
+from dlsched.perf.perfbook import consolidated_counts
 from dlsched.perf.profiles import load_profile
 
 _PROFILED = (1, 2, 4, 8, 16)
@@ -67,7 +67,7 @@ class Optimus(ElasticPolicy):
         found = cached[1] if cached is not None and cached[0] == revision else None
         if found is None:
             variant = self.cluster.main_variant
-            gpn = max(n.gpus for n in self.cluster.nodes if n.variant == variant)
+            gpn = self.cluster.gpus_per_node(variant)
             samples = []
             for w in _PROFILED:
                 config = self.perf.fixed_batch(job.application, w, job.requested_bsz)

@@ -46,7 +46,7 @@ class Pollux(ElasticPolicy):
             raise ValueError(f"p must be negative (a fairness-leaning mean), got {self.p}")
 
     def _gpn(self, variant: str) -> int:
-        return max(n.gpus for n in self.cluster.nodes if n.variant == variant)
+        return self.cluster.gpus_per_node(variant)
 
     def speedups(self, job: JobInfo, cap: int) -> list[float]:
         """Speedup at 0..cap GPUs (consolidated) on the main GPU type."""

@@ -15,7 +15,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dlsched.elastic.perfbook import consolidated_counts
 from dlsched.elastic.policy import (
     ElasticPolicy,
     fixed_allocation,
@@ -23,6 +22,7 @@ from dlsched.elastic.policy import (
     place_consolidated,
 )
 from dlsched.elastic.types import Allocation, JobInfo
+from dlsched.perf.perfbook import consolidated_counts
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Themis(ElasticPolicy):
     def _rate(self, job: JobInfo) -> float:
         """Progress per second at the requested GPUs on the main type, current epoch."""
         variant = self.cluster.main_variant
-        gpn = max(n.gpus for n in self.cluster.nodes if n.variant == variant)
+        gpn = self.cluster.gpus_per_node(variant)
         config = self.perf.fixed_batch(job.application, job.requested_gpus, job.requested_bsz)
         t = self.perf.iteration_time(
             job.application,
@@ -61,7 +61,7 @@ class Themis(ElasticPolicy):
         isolated = self._isolated.get(job.index)
         if isolated is None:
             variant = self.cluster.main_variant
-            gpn = max(n.gpus for n in self.cluster.nodes if n.variant == variant)
+            gpn = self.cluster.gpus_per_node(variant)
             isolated = self.perf.isolated_time(
                 job.application, variant, job.requested_gpus, job.requested_bsz, gpn
             )

@@ -1,0 +1,223 @@
+"""Allocation policies: the shared step that turns the allocations a policy wants into a Plan.
+
+Ordering policies rank jobs and leave placement to a placer (:mod:`dlsched.scheduler.cycle`).
+Allocation policies (Pollux, ONES, Gavel, Themis, Optimus for elastic jobs; SMD and Optimus for
+parameter-server jobs) instead return, at each of their rounds, the whole allocation of every
+job they schedule: GPUs per node and the job's configuration on them. An
+:class:`AllocationAdapter` translates between a policy family's own view (positions in a
+cluster view, batch splits, PS options) and the simulator's jobs and placements; one
+:class:`AllocationScheduler` keeps the jobs of the pools and turns each round's wanted
+allocations into starts, preemptions and resizes (:func:`diff`).
+
+Each round a policy sees only what it may use: the nodes that are up (not failed, powered on),
+without the GPUs held by jobs other schedulers of the run own, and without ``reserved`` GPUs
+set aside for the waiting jobs of schedulers that rank above it (see
+:mod:`dlsched.sim.groups`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement, Split
+from dlsched.scheduler.cycle import PoolQueues
+from dlsched.scheduler.plan import EMPTY_PLAN, JobConfig, Plan, Resize, Start
+from dlsched.scheduler.view import JobView
+
+
+@dataclass(frozen=True, slots=True)
+class Want:
+    """What an allocation policy wants one job to hold: a placement, its config, and the CPUs
+    and memory per entry when not in proportion to GPUs."""
+
+    placement: Placement
+    config: JobConfig | None = None
+    split: Split | None = None
+
+
+def diff(
+    running: Sequence[JobView],
+    wanted: dict[JobView, Want],
+    current_config: Callable[[JobView], JobConfig | None],
+) -> Plan:
+    """The plan that takes the pool from what its jobs hold now to ``wanted``: running jobs
+    not wanted are preempted, running jobs wanted elsewhere or with another config (as
+    ``current_config`` reads it) are resized, waiting jobs wanted are started."""
+    preempts = tuple(j for j in running if j not in wanted)
+    resizes: list[Resize] = []
+    starts: list[Start] = []
+    for job, want in wanted.items():
+        if not job.running:
+            starts.append(Start(job, want.placement, want.config, want.split))
+        elif want.placement != job.placement or want.config != current_config(job):
+            resizes.append(Resize(job, want.placement, want.config, want.split))
+    if not (preempts or resizes or starts):
+        return EMPTY_PLAN
+    return Plan(tuple(starts), preempts, None, tuple(resizes))
+
+
+class AllocationAdapter(ABC):
+    """One allocation policy family's translation (module docstring). ``interval`` is the
+    policy's round in seconds (None: it decides after every event)."""
+
+    name: str
+
+    @property
+    @abstractmethod
+    def interval(self) -> float | None: ...
+
+    @abstractmethod
+    def never_fits(self, pool: int, job: JobView) -> str | None:
+        """Why the policy can never run ``job`` in ``pool`` (None if it can): checked when the
+        job arrives, so it is set aside with the reason instead of waiting forever."""
+
+    @abstractmethod
+    def decide(
+        self, pool: int, now: float, jobs: Sequence[JobView], available: Sequence[int]
+    ) -> dict[JobView, Want]:
+        """The wanted allocation of every job of ``jobs`` (the pool's active jobs of this
+        policy, in arrival order) that should hold GPUs from ``now``. ``available[i]`` is how
+        many GPUs of the i-th node of the pool (:attr:`ClusterState.pool_nodes`) the policy may
+        hold, its own jobs' GPUs included."""
+
+    @abstractmethod
+    def current_config(self, job: JobView) -> JobConfig | None:
+        """The configuration ``job`` runs with now (what :func:`diff` compares against)."""
+
+    def finished(self, job: JobView, now: float) -> None:  # noqa: B027 (optional hook)
+        """``job`` finished at ``now`` (delivered before the policy's next decision)."""
+
+
+class AllocationScheduler:
+    """Runs one allocation policy over the pools of one cluster state; the same driver-facing
+    interface as :class:`dlsched.scheduler.cycle.Scheduler`."""
+
+    preemptive = True
+
+    def __init__(self, adapter: AllocationAdapter, state: ClusterState) -> None:
+        self.adapter = adapter
+        self.state = state
+        self.pools = [PoolQueues() for _ in range(state.num_pools)]
+        self.active: list[dict[JobView, None]] = [{} for _ in range(state.num_pools)]
+        self.reserved = [0.0] * state.num_pools
+        self.name = adapter.name
+
+    @property
+    def interval(self) -> float | None:
+        return self.adapter.interval
+
+    def never_fits(self, pool: int, demand: Demand) -> str | None:
+        return self.state.can_ever_fit(pool, demand)
+
+    def never_fits_job(self, pool: int, job: JobView) -> str | None:
+        return self.adapter.never_fits(pool, job)
+
+    # ---- notifications from the driver ---------------------------------------------------
+    def on_submitted(self, job: JobView, now: float) -> None:
+        q = self.pools[job.pool]
+        q.pending_jobs += 1
+        q.pending_gpus += job.gpus
+        self.active[job.pool][job] = None
+
+    def on_started(self, job: JobView) -> None:
+        q = self.pools[job.pool]
+        q.pending_jobs -= 1
+        q.pending_gpus -= job.gpus
+        q.running_jobs += 1
+
+    def on_stopped(self, job: JobView, now: float) -> None:
+        q = self.pools[job.pool]
+        q.running_jobs -= 1
+        q.pending_jobs += 1
+        q.pending_gpus += job.gpus
+
+    def on_requeued(self, job: JobView, now: float) -> None:
+        """Nothing to do: the next round decides every active job again."""
+
+    def on_finished(self, job: JobView, now: float) -> None:
+        q = self.pools[job.pool]
+        q.running_jobs -= 1
+        del self.active[job.pool][job]
+        self.adapter.finished(job, now)
+
+    # ---- the round -----------------------------------------------------------------------
+    def available(self, pool: int, jobs: Sequence[JobView]) -> list[int]:
+        """GPUs per node of ``pool`` the policy may hold: wholly free GPUs of up nodes plus
+        those its own running ``jobs`` hold, less the pool's reservation (taken from the
+        nodes with the most such GPUs, highest index first)."""
+        state = self.state
+        members = state.pool_nodes[pool]
+        own: dict[int, int] = {}
+        for job in jobs:
+            if job.placement is not None:
+                for node, gpus in job.placement:
+                    own[node] = own.get(node, 0) + len(gpus)
+        out = [state.free_whole[n] + own.get(n, 0) if state.node_up[n] else 0 for n in members]
+        reserve = int(self.reserved[pool] + 0.999)
+        if reserve > 0:
+            for i in sorted(range(len(out)), key=lambda i: (-out[i], -i)):
+                take = min(out[i], reserve)
+                out[i] -= take
+                reserve -= take
+                if reserve == 0:
+                    break
+        return out
+
+    def cycle(self, pool: int, now: float) -> Plan:
+        jobs = list(self.active[pool])
+        if not jobs:
+            return EMPTY_PLAN
+        wanted = self.adapter.decide(pool, now, jobs, self.available(pool, jobs))
+        running = [j for j in jobs if j.running]
+        return diff(running, wanted, self.adapter.current_config)
+
+
+def gpu_ids_for(
+    state: ClusterState,
+    running: Sequence[JobView],
+    wanted_counts: dict[JobView, dict[int, int]],
+) -> dict[JobView, Placement]:
+    """Concrete GPUs for wanted GPU counts per node (node index → count; a count may be 0 for
+    a node holding only CPU tasks). A job keeps its GPUs on a node where it wants as many as
+    it holds; the others take, lowest index first, GPUs that are wholly free or held by a
+    ``running`` job of this policy (which gives them up or keeps them first)."""
+    holding: dict[JobView, dict[int, tuple[int, ...]]] = {
+        job: dict(job.placement) for job in running if job.placement is not None
+    }
+    kept: dict[int, set[int]] = {}
+    out_nodes: dict[JobView, dict[int, tuple[int, ...]]] = {}
+    for job, want in wanted_counts.items():
+        have = holding.get(job, {})
+        chosen: dict[int, tuple[int, ...]] = {}
+        for node, k in want.items():
+            if k == 0:
+                chosen[node] = ()
+            elif len(have.get(node, ())) == k:
+                chosen[node] = have[node]
+                kept.setdefault(node, set()).update(have[node])
+        out_nodes[job] = chosen
+    released: dict[int, set[int]] = {}
+    for have in holding.values():
+        for node, ids in have.items():
+            released.setdefault(node, set()).update(ids)
+    for job, want in wanted_counts.items():
+        chosen = out_nodes[job]
+        for node, k in sorted(want.items()):
+            if node in chosen:
+                continue
+            taken = kept.setdefault(node, set())
+            free = [
+                g
+                for g, milli in enumerate(state.free_milli[node])
+                if g not in taken and (milli == WHOLE or g in released.get(node, ()))
+            ]
+            if len(free) < k:
+                raise RuntimeError(
+                    f"node {state.node_names[node]}: {k} GPUs wanted, {len(free)} usable"
+                )
+            ids = tuple(free[:k])
+            taken.update(ids)
+            chosen[node] = ids
+    return {job: tuple(sorted(nodes.items())) for job, nodes in out_nodes.items()}

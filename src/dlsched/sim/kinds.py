@@ -1,0 +1,135 @@
+"""Job kinds of a trace: which rows are rigid, elastic or parameter-server jobs, and the
+kind-specific state the simulator keeps for each.
+
+A row's ``kind`` column decides; when it is null the kind is inferred: a row with a run time
+(``duration``, or ``work`` in seconds) is rigid; one naming an application of the Pollux
+profiles with a batch size is elastic; one naming a network of the PS zoo with ``work`` in
+samples is a parameter-server job; anything else is rigid (and set aside if it has no run
+time). A malformed elastic or PS row is an error naming the trace, the job and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID
+from dlsched.perf.profiles import APPLICATIONS
+from dlsched.ps.job import PsJob
+from dlsched.ps.zoo import MODEL_NAMES, network
+
+
+class KindError(ValueError):
+    """A trace row cannot be the job kind it is (or is inferred to be)."""
+
+
+@dataclass(frozen=True)
+class KindColumns:
+    """The per-row columns the kinds read, as Python lists."""
+
+    kind: list[int]
+    application: list[str | None]
+    batch_size: list[int | None]
+    num_servers: list[int | None]
+    max_gpus: list[int | None]
+    max_servers: list[int | None]
+
+
+def row_kind(
+    kind: str | None,
+    duration: float | None,
+    work: float | None,
+    work_unit: str | None,
+    application: str | None,
+    batch_size: int | None,
+) -> int:
+    """The kind of one row (module docstring)."""
+    if kind is not None:
+        return KIND_NAMES.index(kind)
+    if duration is not None or (work is not None and work_unit in (None, "seconds")):
+        return RIGID
+    if application is not None and batch_size is not None and application in APPLICATIONS:
+        return ELASTIC
+    if application is not None and application in MODEL_NAMES and work_unit == "samples":
+        return PS
+    return RIGID
+
+
+def kind_columns(table: pa.Table, source: str) -> KindColumns:
+    """Every row's kind and the columns elastic and PS jobs read; :class:`KindError` for an
+    unknown ``kind`` value."""
+    kinds_text = table.column("kind").to_pylist()
+    for i, k in enumerate(kinds_text):
+        if k is not None and k not in KIND_NAMES:
+            job = table.column("job_id")[i].as_py()
+            raise KindError(
+                f"trace {source}: job {job!r}: kind: {k!r} unknown; expected one of "
+                f"{', '.join(KIND_NAMES)}"
+            )
+    cols = [
+        table.column(n).to_pylist()
+        for n in ("duration", "work", "work_unit", "application", "batch_size")
+    ]
+    kinds = [row_kind(k, *row) for k, *row in zip(kinds_text, *cols, strict=True)]
+    return KindColumns(
+        kinds,
+        cols[3],
+        cols[4],
+        table.column("num_servers").to_pylist(),
+        table.column("max_gpus").to_pylist(),
+        table.column("max_servers").to_pylist(),
+    )
+
+
+def check_elastic(where: str, application: str | None, gpus: int, batch: int | None) -> str:
+    """The application of an elastic row; :class:`KindError` naming the field otherwise."""
+    if application is None or application not in APPLICATIONS:
+        raise KindError(
+            f"{where}: application: {application!r} is not a profiled application; expected "
+            f"one of {', '.join(APPLICATIONS)}"
+        )
+    if gpus < 1 or batch is None or batch < 1:
+        raise KindError(
+            f"{where}: num_gpus {gpus} / batch_size {batch}: expected positive integers"
+        )
+    return application
+
+
+def ps_job(
+    where: str,
+    job_id: str,
+    submit: float,
+    application: str | None,
+    batch: int | None,
+    samples: float | None,
+    workers: int,
+    servers: int | None,
+    max_workers: int | None,
+    max_servers: int | None,
+) -> PsJob:
+    """The :class:`PsJob` of a PS row; :class:`KindError` naming the field otherwise. Absent
+    limits default to the requested shape's (at least 8 workers and 4 PS, as the SMD
+    workload)."""
+    if application is None or application not in MODEL_NAMES:
+        raise KindError(
+            f"{where}: application: {application!r} is not a network of the PS zoo; expected "
+            f"one of {', '.join(MODEL_NAMES)}"
+        )
+    net = network(application)
+    servers = servers if servers is not None else max(1, workers // 2)
+    try:
+        return PsJob(
+            job_id,
+            net,
+            batch if batch is not None else net.batch,
+            float(samples) if samples is not None else -1.0,
+            submit,
+            1.0,
+            workers,
+            servers,
+            max_workers if max_workers is not None else max(8, workers),
+            max_servers if max_servers is not None else max(4, servers),
+        )
+    except ValueError as exc:
+        raise KindError(f"{where}: {exc}") from None
