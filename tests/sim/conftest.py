@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
+from dlsched.sim.power_states import OFF, ON
 from dlsched.sim.simulator import Segment
 
 
@@ -22,3 +24,38 @@ def assert_no_overcommit(segments: list[Segment]) -> None:
         for t, delta in points:
             held += delta
             assert held <= 1000, f"GPU {key} over-committed at t={t}: {held} milli"
+
+
+def check_power_safety(
+    segments: list[Segment], transitions: list[tuple[float, int, int]], n_nodes: int
+) -> None:
+    """No allocation interval overlaps a time its node was off or booting."""
+    down: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    since: dict[int, float] = {}
+    for t, node, state in transitions:
+        if state == OFF:
+            since[node] = t
+        elif state == ON:
+            down[node].append((since.pop(node), t))
+    for node, t in since.items():
+        down[node].append((t, math.inf))
+    for seg in segments:
+        assert 0 <= seg.node < n_nodes
+        for lo, hi in down[seg.node]:
+            assert seg.end <= lo + 1e-9 or seg.begin >= hi - 1e-9, (
+                f"job row {seg.row} held node {seg.node} over [{seg.begin}, {seg.end}] while it "
+                f"was powered down over [{lo}, {hi}]"
+            )
+
+
+def check_outage_safety(segments: list[Segment], outages: list[tuple[int, float, float]]) -> None:
+    """No allocation interval overlaps a time its node was failed."""
+    down: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for node, fail, repair in outages:
+        down[node].append((fail, repair))
+    for seg in segments:
+        for lo, hi in down[seg.node]:
+            assert seg.end <= lo + 1e-9 or seg.begin >= hi - 1e-9, (
+                f"job row {seg.row} held node {seg.node} over [{seg.begin}, {seg.end}] while it "
+                f"was failed over [{lo}, {hi}]"
+            )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -18,11 +16,11 @@ from dlsched.power.managers.ces import Ces
 from dlsched.power.registry import create_power_manager
 from dlsched.runner import Experiment, Selection, run_experiment
 from dlsched.sim.config import PowerConfig, SimConfig
-from dlsched.sim.power_states import BOOTING, OFF, ON, NodePower
-from dlsched.sim.simulator import Segment, simulate
+from dlsched.sim.power_states import BOOTING, OFF, NodePower
+from dlsched.sim.simulator import simulate
 from dlsched.trace.bundled import bundled_trace_path
 from dlsched.trace.schema import Trace
-from tests.sim.conftest import assert_no_overcommit
+from tests.sim.conftest import assert_no_overcommit, check_power_safety
 from tests.sim.test_properties import scenarios
 
 
@@ -49,28 +47,6 @@ def config(manager: str | None, **options: str) -> SimConfig:
     return SimConfig(
         power=PowerConfig(manager=manager, manager_options=dict(options), wake_latency_s=120.0)
     )
-
-
-def check_power_safety(
-    segments: list[Segment], transitions: list[tuple[float, int, int]], n_nodes: int
-) -> None:
-    """No allocation interval overlaps a time its node was off or booting."""
-    down: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    since: dict[int, float] = {}
-    for t, node, state in transitions:
-        if state == OFF:
-            since[node] = t
-        elif state == ON:
-            down[node].append((since.pop(node), t))
-    for node, t in since.items():
-        down[node].append((t, math.inf))
-    for seg in segments:
-        assert 0 <= seg.node < n_nodes
-        for lo, hi in down[seg.node]:
-            assert seg.end <= lo + 1e-9 or seg.begin >= hi - 1e-9, (
-                f"job row {seg.row} held node {seg.node} over [{seg.begin}, {seg.end}] while it "
-                f"was powered down over [{lo}, {hi}]"
-            )
 
 
 def test_always_on_run_matches_the_plain_energy_figures() -> None:

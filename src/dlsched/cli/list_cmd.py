@@ -5,10 +5,9 @@ from __future__ import annotations
 import typer
 
 from dlsched.cluster.builtin import list_builtin_clusters
-from dlsched.elastic.registry import elastic_policies
 from dlsched.placement.registry import placers
-from dlsched.policy.registry import policies
 from dlsched.power.registry import power_managers
+from dlsched.sim.groups import policy_catalog
 
 list_app = typer.Typer(
     help="List policies, placements, power managers and built-in clusters.", no_args_is_help=True
@@ -17,12 +16,12 @@ list_app = typer.Typer(
 
 @list_app.command("policies")
 def list_policies() -> None:
-    """Registered scheduling policies."""
-    for name, cls in sorted(policies().items()):
-        typer.echo(f"{name:12s} {cls.description}")
-    typer.echo("elastic (traces of application-described jobs, e.g. Pollux workloads):")
-    for name, elastic in sorted(elastic_policies().items()):
-        typer.echo(f"{name:12s} {elastic.description}")
+    """Registered scheduling policies and the job kinds each schedules (a run gives a kind
+    another policy with --kind-policy KIND=POLICY)."""
+    rows = policy_catalog()
+    typer.echo(f"{'policy':12s} {'job kinds':18s} description")
+    for name, kinds, description in rows:
+        typer.echo(f"{name:12s} {kinds:18s} {description}")
 
 
 @list_app.command("placements")

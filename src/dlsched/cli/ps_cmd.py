@@ -35,6 +35,30 @@ def zoo() -> None:
         )
 
 
+@ps_app.command("workload")
+def workload_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Parquet trace to write (atomically).")],
+    jobs: Annotated[int, typer.Option("--jobs", help="Jobs taken from the trace.")] = 200,
+    cluster: Annotated[
+        str, typer.Option(help="Cluster the jobs' work is sized on (shorthand, TOML, name).")
+    ] = "8x4",
+    time_scale: Annotated[
+        float, typer.Option(help="Multiply the trace's inter-arrival times (below 1: more load).")
+    ] = 0.01,
+    seed: Annotated[int, typer.Option(help="Seed of the model draw.")] = 0,
+    trace: Annotated[str, typer.Option(help="Bundled trace giving arrivals.")] = DEFAULT_TRACE,
+) -> None:
+    """Write a PS workload as a trace of `ps` jobs (arrivals and GPU requests from the Philly
+    trace, networks from the zoo), to simulate alone or merged with other traces."""
+    with user_errors():
+        if out.exists():
+            raise ValueError(f"--out {out} exists; refusing to overwrite it")
+        machines = machines_from_cluster(with_task_resources(resolve_cluster(cluster)))
+        workload = build_workload(jobs, machines, seed=seed, trace=trace, time_scale=time_scale)
+        write_parquet(workload_trace(workload, f"ps-workload:{trace}"), out)
+    typer.echo(f"{jobs} PS jobs; wrote {out}")
+
+
 @ps_app.command("simulate")
 def simulate_cmd(
     out: Annotated[Path, typer.Option("--out", help="Directory of the runs (one per policy).")],

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
+from dlsched.cli.trace_merge_cmd import merge_cmd
 from dlsched.runner import Selection
 from dlsched.trace.io import write_parquet
 from dlsched.trace.read import read_trace
@@ -15,6 +16,7 @@ from dlsched.trace.readers import FORMAT_NAMES
 from dlsched.trace.validate import render_reports, validate_files
 
 trace_app = typer.Typer(help="Validate, convert and inspect job traces.", no_args_is_help=True)
+trace_app.command("merge")(merge_cmd)
 FORMAT_HELP = f"Trace format ({', '.join(FORMAT_NAMES)}); default: detect from the header."
 
 

@@ -14,6 +14,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 IDLE = -1
+BLOCKED = -2
+"""A slot the schedule may not use this round (its GPU is down or reserved): held by this
+pseudo-job, which every candidate pins in place."""
 Schedule = list[int]
 
 

@@ -54,9 +54,7 @@ class PerfBook:
 
     def __init__(self) -> None:
         self._steps: dict[tuple[str, str], StepTimeModel] = {}
-        self._goodput: dict[tuple[str, str], GoodputModel] = {}
         self._step_cache: dict[tuple[str, str, tuple[int, ...], int, int], float] = {}
-        self._best: dict[tuple[str, str, int, int, int], Goodput] = {}
 
     def step_model(self, app: str, variant: str) -> StepTimeModel:
         key = (app, variant)
@@ -67,13 +65,7 @@ class PerfBook:
         return model
 
     def goodput_model(self, app: str, variant: str) -> GoodputModel:
-        key = (app, variant)
-        model = self._goodput.get(key)
-        if model is None:
-            steps = _MemoSteps(self.step_model(app, variant))
-            model = GoodputModel(load_profile(app, variant), step_model=steps)
-            self._goodput[key] = model
-        return model
+        return _goodput_model(app, variant)
 
     def revision(self, app: str) -> int:
         """A number that changes whenever the step times this book gives for ``app`` change
@@ -122,12 +114,7 @@ class PerfBook:
 
     def best_batch(self, app: str, variant: str, epoch: int, nodes: int, replicas: int) -> Goodput:
         """The goodput-maximizing batch of ``replicas`` GPUs on ``nodes`` nodes at ``epoch``."""
-        key = (app, variant, epoch, nodes, replicas)
-        found = self._best.get(key)
-        if found is None:
-            found = self.goodput_model(app, variant).best_batch(epoch, nodes, replicas)
-            self._best[key] = found
-        return found
+        return _best_batch(app, variant, epoch, nodes, replicas)
 
     def fixed_batch(self, app: str, replicas: int, global_bsz: int) -> BatchConfig:
         """How a job with a fixed global batch splits it over ``replicas`` GPUs: the local
@@ -162,6 +149,20 @@ class PerfBook:
 def _step_model(app: str, variant: str) -> StepTimeModel:
     # Building one fits the Pollux model (seconds); the result is immutable, so runs share it.
     return StepTimeModel(load_profile(app, variant))
+
+
+@functools.cache
+def _goodput_model(app: str, variant: str) -> GoodputModel:
+    # Pure functions of the fixed profiles, shared by every run of a process: the batch search
+    # is the costliest part of an elastic run.
+    return GoodputModel(
+        load_profile(app, variant), step_model=_MemoSteps(_step_model(app, variant))
+    )
+
+
+@functools.cache
+def _best_batch(app: str, variant: str, epoch: int, nodes: int, replicas: int) -> Goodput:
+    return _goodput_model(app, variant).best_batch(epoch, nodes, replicas)
 
 
 class _MemoSteps:

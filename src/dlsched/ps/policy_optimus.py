@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,6 +33,8 @@ _PROFILE_SHAPES = ((1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2
 class OptimusStyle:
     """The policy (module docstring). Holds the speed models it has fitted, one per network
     and batch."""
+
+    description: ClassVar[str] = "Optimus-style marginal gain over workers and PS (PS speed model)"
 
     name: str = "optimus"
     interval: float | None = None

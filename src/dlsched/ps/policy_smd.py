@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -29,6 +30,10 @@ from dlsched.ps.smd import SmdConfig, solve
 class SmdPolicy:
     """The policy (module docstring); ``all_starts_up_to``: clusters of at most that many
     machines try placements from every machine, larger ones from ``starts`` machines."""
+
+    description: ClassVar[str] = (
+        "SMD sum-of-ratios knapsack decomposition over workers, PS and machines"
+    )
 
     name: str = "smd"
     interval: float | None = None

@@ -80,7 +80,9 @@ class AllocationAdapter(ABC):
         """The wanted allocation of every job of ``jobs`` (the pool's active jobs of this
         policy, in arrival order) that should hold GPUs from ``now``. ``available[i]`` is how
         many GPUs of the i-th node of the pool (:attr:`ClusterState.pool_nodes`) the policy may
-        hold, its own jobs' GPUs included."""
+        hold, its own jobs' GPUs included; where its running jobs hold more than that (GPUs
+        reserved for other schedulers' waiting jobs), the adapter presents some of them as not
+        running (:func:`displaced`) so the policy places them again."""
 
     @abstractmethod
     def current_config(self, job: JobView) -> JobConfig | None:
@@ -145,8 +147,9 @@ class AllocationScheduler:
     # ---- the round -----------------------------------------------------------------------
     def available(self, pool: int, jobs: Sequence[JobView]) -> list[int]:
         """GPUs per node of ``pool`` the policy may hold: wholly free GPUs of up nodes plus
-        those its own running ``jobs`` hold, less the pool's reservation (taken from the
-        nodes with the most such GPUs, highest index first)."""
+        those its own running ``jobs`` hold, less the pool's reservation, taken from free GPUs
+        first (nodes with the most, highest index first), then from the policy's own (whose
+        jobs there must then move: see :meth:`AllocationAdapter.decide`)."""
         state = self.state
         members = state.pool_nodes[pool]
         own: dict[int, int] = {}
@@ -154,24 +157,60 @@ class AllocationScheduler:
             if job.placement is not None:
                 for node, gpus in job.placement:
                     own[node] = own.get(node, 0) + len(gpus)
-        out = [state.free_whole[n] + own.get(n, 0) if state.node_up[n] else 0 for n in members]
+        free = [state.free_whole[n] if state.node_up[n] else 0 for n in members]
+        mine = [own.get(n, 0) if state.node_up[n] else 0 for n in members]
         reserve = int(self.reserved[pool] + 0.999)
-        if reserve > 0:
-            for i in sorted(range(len(out)), key=lambda i: (-out[i], -i)):
-                take = min(out[i], reserve)
-                out[i] -= take
-                reserve -= take
-                if reserve == 0:
+        for part in (free, mine):
+            for i in sorted(range(len(part)), key=lambda i: (-part[i], -i)):
+                if reserve <= 0:
                     break
-        return out
+                take = min(part[i], reserve)
+                part[i] -= take
+                reserve -= take
+        return [f + m for f, m in zip(free, mine, strict=True)]
 
     def cycle(self, pool: int, now: float) -> Plan:
         jobs = list(self.active[pool])
         if not jobs:
             return EMPTY_PLAN
-        wanted = self.adapter.decide(pool, now, jobs, self.available(pool, jobs))
+        available = self.available(pool, jobs)
+        if not any(available) and not self.pools[pool].running_jobs:
+            return EMPTY_PLAN  # nothing to run on and nothing to stop: no decision to make
+        wanted = self.adapter.decide(pool, now, jobs, available)
         running = [j for j in jobs if j.running]
         return diff(running, wanted, self.adapter.current_config)
+
+
+def displaced(
+    running: Sequence[JobView], nodes: Sequence[int], available: Sequence[int]
+) -> set[JobView]:
+    """The running jobs to present as not running so that what the others hold fits
+    ``available`` (per node of ``nodes``): on each node over its share, the most recently
+    started jobs (highest ``seq`` among equals) go first."""
+    room = dict(zip(nodes, available, strict=True))
+    held: dict[int, list[JobView]] = {}
+    used: dict[int, int] = {}
+    for job in running:
+        for node, gpus in job.placement or ():
+            held.setdefault(node, []).append(job)
+            used[node] = used.get(node, 0) + len(gpus)
+    out: set[JobView] = set()
+    for node in sorted(used):
+        if used[node] <= room.get(node, 0):
+            continue
+        for job in sorted(held[node], key=_latest_first):
+            if used[node] <= room.get(node, 0):
+                break
+            if job in out:
+                continue
+            out.add(job)
+            for n, gpus in job.placement or ():
+                used[n] -= len(gpus)
+    return out
+
+
+def _latest_first(job: JobView) -> tuple[float, int]:
+    return (-getattr(job, "seg_begin", 0.0), -job.seq)
 
 
 def gpu_ids_for(

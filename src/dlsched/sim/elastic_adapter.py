@@ -20,7 +20,7 @@ from dlsched.elastic.policy import ElasticPolicy, validate
 from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo, NodeView
 from dlsched.perf.elastic_progress import BatchSetting, ElasticModel, ElasticState
 from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
-from dlsched.scheduler.allocation import AllocationAdapter, Want, gpu_ids_for
+from dlsched.scheduler.allocation import AllocationAdapter, Want, displaced, gpu_ids_for
 from dlsched.scheduler.plan import JobConfig
 from dlsched.scheduler.view import JobView
 from dlsched.sim.job import SimJob
@@ -88,8 +88,9 @@ class ElasticAdapter(AllocationAdapter):
         self._given.pop(job, None)
         self._finished[job.pool].append(FinishedInfo(self.info(job, now), now))
 
-    def info(self, job: SimJob, now: float) -> JobInfo:
-        """What the policy sees of ``job`` at ``now``."""
+    def info(self, job: SimJob, now: float, displaced: bool = False) -> JobInfo:
+        """What the policy sees of ``job`` at ``now`` (a ``displaced`` job as not holding its
+        GPUs)."""
         ext: ElasticState = job.ext
         samples = ext.samples
         if job.running and now > job.seg_start:
@@ -107,7 +108,7 @@ class ElasticAdapter(AllocationAdapter):
             epoch=ext.epoch,
             num_epochs=ext.eff.num_epochs,
             samples=samples,
-            allocation=self._given.get(job) if job.running else None,
+            allocation=self._given.get(job) if job.running and not displaced else None,
             restarts=job.restarts,
             last_change=ext.last_change,
             epoch_at_change=ext.epoch_at_change,
@@ -142,14 +143,15 @@ class ElasticAdapter(AllocationAdapter):
             )
         )
         policy.observe(view)
-        infos = [self.info(job, now) for job in sims]
+        running = [j for j in sims if j.running]
+        moved = displaced(running, self.state.pool_nodes[pool], available)
+        infos = [self.info(job, now, job in moved) for job in sims]
         answer = policy.decide(now, infos)
         validate(policy.name, answer, infos, view)
         by_name = {job.job_id: job for job in sims}
         counts: dict[JobView, dict[int, int]] = {}
         for name, alloc in answer.items():
             counts[by_name[name]] = {members[pos]: k for pos, k in alloc.gpus}
-        running = [j for j in sims if j.running]
         placements = gpu_ids_for(self.state, running, counts)
         wanted: dict[JobView, Want] = {}
         self._given = {j: a for j, a in self._given.items() if j.pool != pool}

@@ -68,6 +68,20 @@ def allocation_policy_names(kind: int) -> tuple[str, ...]:
     return ()
 
 
+def policy_catalog() -> list[tuple[str, str, str]]:
+    """Every policy a run may name: ``(name, job kinds it schedules, description)``, ordering
+    policies first."""
+    out: list[tuple[str, str, str]] = []
+    for name, cls in sorted(policies().items()):
+        kinds = "rigid" if cls.needs_run_time or cls.needs_estimate else "rigid, elastic, ps"
+        out.append((name, kinds, cls.description))
+    for name, ecls in sorted(elastic_policies().items()):
+        out.append((name, "elastic", ecls.description))
+    for name in sorted(PS_POLICY_NAMES):
+        out.append((name, "ps", str(getattr(make_ps_policy(name), "description", ""))))
+    return out
+
+
 def policy_for(kind: int, policy: str, kind_policies: Mapping[str, str]) -> str:
     return kind_policies.get(KIND_NAMES[kind], policy)
 

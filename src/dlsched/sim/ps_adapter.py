@@ -22,7 +22,7 @@ from dlsched.ps.job import PsJob, infeasibility
 from dlsched.ps.machines import Machine
 from dlsched.ps.placement import FloatArray, Option
 from dlsched.ps.policy_base import JobState, PsPolicy, first_fit, fits_somewhere
-from dlsched.scheduler.allocation import AllocationAdapter, Want, gpu_ids_for
+from dlsched.scheduler.allocation import AllocationAdapter, Want, displaced, gpu_ids_for
 from dlsched.scheduler.plan import JobConfig, Start
 from dlsched.scheduler.view import JobView
 from dlsched.sim.job import SimJob
@@ -43,9 +43,11 @@ def _residual(
     machines: Sequence[Machine],
     nodes: Sequence[int],
     own: dict[int, tuple[int, float, float]],
+    limit: dict[int, int] | None = None,
 ) -> tuple[list[int], list[Machine]]:
     """The up nodes among ``nodes`` with room, as machines sized by what is free there plus
-    ``own`` (GPUs, CPUs, MiB held by the asking policy's jobs per node)."""
+    ``own`` (GPUs, CPUs, MiB held by the asking policy's jobs per node), at most ``limit``
+    GPUs per node when given."""
     kept, out = [], []
     for n in nodes:
         if not state.node_up[n]:
@@ -56,7 +58,10 @@ def _residual(
         if cpus <= 1e-9 or mem <= 1e-9:
             continue
         kept.append(n)
-        out.append(replace(machines[n], gpus=state.free_whole[n] + g, cpus=cpus, memory_gib=mem))
+        gpus = state.free_whole[n] + g
+        if limit is not None:
+            gpus = min(gpus, limit.get(n, gpus))
+        out.append(replace(machines[n], gpus=gpus, cpus=cpus, memory_gib=mem))
     return kept, out
 
 
@@ -147,20 +152,23 @@ class PsAdapter(AllocationAdapter):
                 for (node, gpus), (cpus, mem) in zip(job.placement, job.split, strict=True):
                     g, c, m = own.get(node, (0, 0.0, 0.0))
                     own[node] = (g + len(gpus), c + cpus, m + mem)
-        nodes, machines = _residual(self.state, self.machines, self.state.pool_nodes[pool], own)
+        members = self.state.pool_nodes[pool]
+        running = [j for j in sims if j.running]
+        moved = displaced(running, members, available)
+        limit = dict(zip(members, available, strict=True))
+        nodes, machines = _residual(self.state, self.machines, members, own, limit)
         if not machines:
             return {}
         views = []
         for job in sims:
             option = None
-            if job.running and isinstance(job.config, PsTasks):
+            if job.running and job not in moved and isinstance(job.config, PsTasks):
                 option = _to_option(job.config, nodes)
             views.append(
                 JobState(job.ext, job.work - job.done_at(now), job.attained_service(now), option)
             )
         answer = self.policy.decide(now, views, machines)
         by_id = {job.job_id: job for job in sims}
-        running = [j for j in sims if j.running]
         wanted: dict[JobView, Want] = {}
         counts: dict[JobView, dict[int, int]] = {}
         tasks_of: dict[SimJob, PsTasks] = {}

@@ -65,8 +65,9 @@ parameter-server jobs (whose PS tasks need them); the SMD workload's machines.""
 @dataclass(frozen=True)
 class RunResult:
     """Everything a run produced: per-job records, the sampled timeline and the summary; with
-    ``record_segments``, every allocation interval and node power transition
-    ``(time, node, state)`` (states of :mod:`dlsched.sim.power_states`)."""
+    ``record_segments``, every allocation interval, node power transition
+    ``(time, node, state)`` (states of :mod:`dlsched.sim.power_states`) and node outage
+    ``(node, fail time, repair time)`` (inf while never repaired)."""
 
     jobs: pa.Table
     timeline: pa.Table
@@ -74,6 +75,7 @@ class RunResult:
     config: SimConfig
     segments: list[Segment] | None = None
     power_transitions: list[tuple[float, int, int]] | None = None
+    outages: list[tuple[int, float, float]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +212,8 @@ class Simulator:
         self.cycles = 0
         self._progress_every = max(1, n // 200)
         self.segments: list[Segment] | None = [] if record_segments else None
+        self._outages: list[tuple[int, float, float]] = []
+        self._down_since: dict[int, float] = {}
 
     # ---- setup ---------------------------------------------------------------------------
     def _load_columns(self) -> None:
@@ -307,8 +311,18 @@ class Simulator:
             summary["energy_saved_fraction"] = (
                 summary["energy_saved_kwh"] / always_on if always_on else None
             )
-        transitions = self.power.transitions if self.segments is not None else None
-        return RunResult(jobs, timeline, summary, self.config, self.segments, transitions)
+        if self.segments is None:
+            return RunResult(jobs, timeline, summary, self.config)
+        outages = [(n, t, math.inf) for n, t in self._down_since.items()]
+        return RunResult(
+            jobs,
+            timeline,
+            summary,
+            self.config,
+            self.segments,
+            self.power.transitions,
+            sorted(self._outages + outages),
+        )
 
     # ---- arrivals ------------------------------------------------------------------------
     def _on_arrival(self, _: Any) -> None:
@@ -530,7 +544,13 @@ class Simulator:
         """Count rounds in which an allocation policy runs nothing while its jobs wait and no
         other group holds a GPU of the pool; too many in a row is a policy bug."""
         q = self.groups[g].scheduler.pools[pool]
-        if q.pending_jobs and not q.running_jobs and self.state.busy_gpus(pool) == 0:
+        state = self.state
+        if (
+            q.pending_jobs
+            and not q.running_jobs
+            and state.busy_gpus(pool) == 0
+            and state.pool_up_gpus[pool] > 0
+        ):
             self._idle_rounds[g] += 1
             if self._idle_rounds[g] > self.config.max_idle_rounds:
                 raise StuckError(
@@ -824,6 +844,7 @@ class Simulator:
             self.groups[job.group].scheduler.on_stopped(job, now)
             self._dirty[job.group].add(job.pool)
         self.power.set_failed(node, True)
+        self._down_since[node] = now
         self.failures += 1
         pool = self.state.node_pool[node]
         self._touch_all(pool)
@@ -839,6 +860,7 @@ class Simulator:
         if not self.power.failed[node]:
             return
         self.power.set_failed(node, False)
+        self._outages.append((node, self._down_since.pop(node), now))
         pool = self.state.node_pool[node]
         self._touch_all(pool)
         self._sample(pool, now)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dlsched.trace.schema import Trace
+from dlsched.trace.schema import Trace, sort_by_submit
 from dlsched.trace.walltime import parse_date_or_time
 
 _ABSOLUTE_TIMES = ("submit_time", "start_time", "end_time")
@@ -142,3 +142,19 @@ def _set_columns(table: pa.Table, columns: dict[str, pa.ChunkedArray | pa.Array]
 def _with_table(trace: Trace, table: pa.Table) -> Trace:
     """``trace`` with a new table (already sorted), same source and origin."""
     return dataclasses.replace(trace, table=table)
+
+
+def merge(named: Sequence[tuple[str, Trace]], source: str = "merged") -> Trace:
+    """One trace of several, each rebased to start at 0 and its job ids prefixed with its name
+    and ``:`` (so ids stay unique); rows keep every field, ``kind`` included, and are ordered by
+    submit time (ties: in the order given). ValueError for a name used twice or empty."""
+    names = [name for name, _ in named]
+    if not named or len(set(names)) != len(names) or any(not n for n in names):
+        raise ValueError(f"merge needs distinct, non-empty names; got {names}")
+    tables = []
+    for name, trace in named:
+        table = rebase(trace).table
+        ids = pc.binary_join_element_wise(name, table.column("job_id"), ":")
+        tables.append(_set_columns(table, {"job_id": ids}))
+    merged = pa.concat_tables(tables)
+    return Trace(sort_by_submit(merged), source)

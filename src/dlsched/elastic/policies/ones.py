@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlsched.elastic.ones_ops import (
+    BLOCKED,
     IDLE,
     Schedule,
     crossover,
@@ -113,6 +114,7 @@ class Ones(ElasticPolicy):
         self.quantiles: dict[int, float] = {}
         self.pop: list[Schedule] = []
         self.current: Schedule = [IDLE] * len(self.slot_node)
+        self.usable: dict[int, int] = {n.index: n.gpus for n in cluster.nodes}
 
     def finished(self, done: Sequence[FinishedInfo]) -> None:
         for f in done:
@@ -143,9 +145,33 @@ class Ones(ElasticPolicy):
                 # later and is cut again: two restarts of the largest job every cycle.
                 self.ceilings[largest.index] = cut
 
+    def observe(self, cluster: ClusterView) -> None:
+        """Slots of GPUs the round may not use (a down node's, or reserved ones) are held by
+        :data:`BLOCKED`, pinned in every candidate."""
+        super().observe(cluster)
+        self.usable = {n.index: n.gpus for n in cluster.nodes}
+
+    def _blocked(self, current: Schedule) -> list[int]:
+        """For each node with fewer usable GPUs than slots, that many of its idle slots
+        (highest first)."""
+        out: list[int] = []
+        by_node: dict[int, list[int]] = {}
+        for s, node in enumerate(self.slot_node):
+            by_node.setdefault(node, []).append(s)
+        for node, slots in by_node.items():
+            extra = len(slots) - self.usable.get(node, len(slots))
+            idle = [s for s in reversed(slots) if current[s] == IDLE]
+            out.extend(idle[:extra])
+        return out
+
     def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
         by_index = {j.index: j for j in jobs}
-        current = [j if j in by_index else IDLE for j in self.current]
+        # A job not holding GPUs (its node failed, or its GPUs were reserved away) leaves the
+        # schedule it had.
+        current = [j if j in by_index and by_index[j].gpus > 0 else IDLE for j in self.current]
+        blocked = self._blocked(current)
+        if blocked:
+            current = pin(current, {BLOCKED: blocked})
         self._update_caps(jobs)
         eligible = {j.index for j in jobs if j.gpus > 0 and self._movable(now, j)}
         held = slots_by_job(current)
@@ -221,7 +247,7 @@ class Ones(ElasticPolicy):
         ``current`` plus the jobs of ``best`` not running whose slots are idle."""
         now_slots = slots_by_job(current)
         new_slots = slots_by_job(best)
-        moved = [j for j, slots in now_slots.items() if new_slots.get(j) != slots]
+        moved = [j for j, slots in now_slots.items() if new_slots.get(j) != slots and j != BLOCKED]
         if all(self._movable(now, jobs[j]) for j in moved):
             return list(best)
         out = list(current)
@@ -236,7 +262,7 @@ class Ones(ElasticPolicy):
     ) -> dict[str, Allocation]:
         per_job: dict[int, Counter[int]] = {}
         for s, j in enumerate(schedule):
-            if j != IDLE:
+            if j not in (IDLE, BLOCKED):
                 per_job.setdefault(j, Counter())[self.slot_node[s]] += 1
         out = {}
         for j, nodes in per_job.items():
