@@ -21,12 +21,13 @@ import statistics
 import time
 from types import MappingProxyType
 
+from dlsched.elastic.run import cluster_view
+
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.policy import place_consolidated
 from dlsched.elastic.registry import create_elastic_policy
-from dlsched.elastic.run import cluster_view
 from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo
+from dlsched.perf.perfbook import PerfBook
 from dlsched.perf.profiles import load_profile
 
 APPS = ("bert", "cifar10", "deepspeech2", "ncf", "yolov3")

@@ -18,8 +18,9 @@ import json
 import time
 from pathlib import Path
 
-from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.run import run_elastic
+
+from dlsched.cluster.parse import resolve_cluster
 from dlsched.trace.read import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -34,7 +34,7 @@ def load(dataset: str, synthetic_jobs: int) -> tuple[Any, Any]:
     from dlsched.cluster.parse import resolve_cluster
     from dlsched.trace.bundled import bundled_trace_path
     from dlsched.trace.read import read_trace
-    from dlsched.trace.synthetic import synthetic_trace
+    from dlsched.trace.synth.philly_like import synthetic_trace
 
     if dataset == "vc":
         return read_trace(bundled_trace_path("vc_0e4a51")).trace, resolve_cluster("32x8")

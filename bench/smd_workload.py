@@ -11,10 +11,11 @@ import argparse
 import json
 import time
 
-from dlsched.ps.machines import uniform_machines
-from dlsched.ps.policies import POLICY_NAMES, make_policy
 from dlsched.ps.report import summarize, write_run
 from dlsched.ps.simulator import simulate
+
+from dlsched.ps.machines import uniform_machines
+from dlsched.ps.policies import POLICY_NAMES, make_policy
 from dlsched.ps.workload import build_workload
 
 

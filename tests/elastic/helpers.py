@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dlsched.cluster.parse import resolve_cluster
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.run import cluster_view
 from dlsched.elastic.simulator import ElasticJobSpec
+
+from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.types import ClusterView, JobInfo
+from dlsched.perf.perfbook import PerfBook
 from dlsched.perf.profiles import load_profile
 from dlsched.trace.schema import Trace
 

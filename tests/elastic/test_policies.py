@@ -8,16 +8,16 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pytest
+from dlsched.elastic.run import run_elastic
+from dlsched.elastic.simulator import ElasticConfig, ElasticSimulator
 
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.policies.ones import Ones
 from dlsched.elastic.policies.optimus import Optimus
 from dlsched.elastic.policy import same_gpus
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
-from dlsched.elastic.run import run_elastic
-from dlsched.elastic.simulator import ElasticConfig, ElasticSimulator
 from dlsched.elastic.types import Allocation, JobInfo
+from dlsched.perf.perfbook import PerfBook
 from dlsched.trace.schema import Trace
 from tests.elastic.helpers import MIXED, job_at, specs, trace_of, view
 

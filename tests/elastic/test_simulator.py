@@ -8,18 +8,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
+from dlsched.elastic.policies.tiresias import ElasticTiresias
+from dlsched.elastic.run import run_elastic
+from dlsched.elastic.simulator import ElasticConfig, ElasticJobSpec, ElasticSimulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.policies.pollux import Pollux
-from dlsched.elastic.policies.tiresias import ElasticTiresias
 from dlsched.elastic.policy import AllocationError, ElasticPolicy
 from dlsched.elastic.registry import create_elastic_policy
-from dlsched.elastic.run import run_elastic
-from dlsched.elastic.simulator import ElasticConfig, ElasticJobSpec, ElasticSimulator
 from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo
+from dlsched.perf.perfbook import PerfBook
 from tests.elastic.helpers import MIXED, specs, trace_of, view
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
+from dlsched.ps.simulator import SimResult, simulate
 
 from dlsched.ps.job import PsJob
 from dlsched.ps.machines import Machine, uniform_machines
@@ -12,7 +13,6 @@ from dlsched.ps.objective import sample_time
 from dlsched.ps.placement import Option
 from dlsched.ps.policies import POLICY_NAMES, make_policy
 from dlsched.ps.policy_base import JobState
-from dlsched.ps.simulator import SimResult, simulate
 from dlsched.ps.workload import build_workload
 from dlsched.ps.zoo import network
 

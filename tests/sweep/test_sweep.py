@@ -19,7 +19,7 @@ from dlsched.sweep.report import jain_index, mean_ci
 from dlsched.sweep.run import run_sweep
 from dlsched.testing.ray_cluster import have_ray_and_namespaces, run_with_ray_cluster
 from dlsched.trace.io import write_parquet
-from dlsched.trace.synthetic import synthetic_trace
+from dlsched.trace.synth.philly_like import synthetic_trace
 
 
 @pytest.fixture(scope="module")

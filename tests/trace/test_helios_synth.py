@@ -21,7 +21,16 @@ from dlsched.cli.synth_cmd import synth
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import simulate
-from dlsched.trace.helios_synth import (
+from dlsched.trace.io import read_parquet
+from dlsched.trace.synth.data import (
+    ORIGIN_UNIX,
+    fold_weekly,
+    format_weekly,
+    load_targets,
+    vc_sizes,
+)
+from dlsched.trace.synth.gpus import GPU_SIZES, gpu_sizes, job_weighted_ranks
+from dlsched.trace.synth.helios import (
     CALIBRATION_FILE,
     CLUSTER_FILE,
     TRACE_FILE,
@@ -31,16 +40,7 @@ from dlsched.trace.helios_synth import (
     synthesize_helios,
     write_helios_synth,
 )
-from dlsched.trace.helios_synth_data import (
-    ORIGIN_UNIX,
-    fold_weekly,
-    format_weekly,
-    load_targets,
-    vc_sizes,
-)
-from dlsched.trace.helios_synth_gpus import GPU_SIZES, gpu_sizes, job_weighted_ranks
-from dlsched.trace.helios_synth_stats import recurrence, top_user_share
-from dlsched.trace.io import read_parquet
+from dlsched.trace.synth.stats import recurrence, top_user_share
 
 SHARED_SERIES = (
     Path(__file__).resolve().parents[3] / "shared/traces/helios/venus_submissions_10min.csv"

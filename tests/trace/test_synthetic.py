@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dlsched.trace import synthetic_trace
-from dlsched.trace.synthetic import PHILLY_ARRIVAL_RATE
+from dlsched.trace.synth.philly_like import PHILLY_ARRIVAL_RATE
 
 
 def test_same_seed_same_trace_other_seed_other_trace() -> None:

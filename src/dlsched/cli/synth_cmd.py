@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from dlsched.cli.errors import user_errors
-from dlsched.trace.helios_synth import HeliosSynthConfig, synthesize_helios, write_helios_synth
-from dlsched.trace.helios_synth_data import HELIOS_CLUSTERS, REFERENCE_DAY
+from dlsched.trace.synth.data import HELIOS_CLUSTERS, REFERENCE_DAY
+from dlsched.trace.synth.helios import HeliosSynthConfig, synthesize_helios, write_helios_synth
 
 _SHOWN = (
     "gpu_jobs_per_day",

@@ -6,7 +6,7 @@ from dlsched.trace.io import read_parquet, write_parquet
 from dlsched.trace.read import ReadResult, detect_format, read_trace
 from dlsched.trace.readers import FORMAT_NAMES
 from dlsched.trace.schema import COLUMN_NAMES, SCHEMA, JobSpec, Trace, empty_trace
-from dlsched.trace.synthetic import synthetic_trace
+from dlsched.trace.synth.philly_like import synthetic_trace
 from dlsched.trace.transforms import (
     filter_vcs,
     gpu_jobs_only,

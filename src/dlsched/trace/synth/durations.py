@@ -4,7 +4,7 @@ parameters to the published mean and median run time and GPU-time per job.
 A job's intended run time (what it would run to completion) is log-normal around its class's
 median: ``log D = log m + sigma * latent + coupling * (log g - mean log g) + vc_offset``, where
 ``m`` and ``sigma`` belong to the job's class (debug or training, by template; see
-:func:`~dlsched.trace.helios_synth_gpus.job_level_ranks`), ``latent`` is the job's
+:func:`~dlsched.trace.synth.gpus.job_level_ranks`), ``latent`` is the job's
 standard-normal draw (template + variant + job parts), ``g`` its GPU count. ``D`` is clipped to
 ``[1, max_duration_s]``. A completed job runs ``D``; a cancelled or failed one the fraction
 ``fraction`` of it. Run times are whole seconds, at least 1.
@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.trace.helios_synth_bisect import bisect
-from dlsched.trace.helios_synth_data import ClusterTargets
-from dlsched.trace.helios_synth_states import COMPLETED
+from dlsched.trace.synth.bisect import bisect
+from dlsched.trace.synth.data import ClusterTargets
+from dlsched.trace.synth.states import COMPLETED
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

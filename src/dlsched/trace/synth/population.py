@@ -1,7 +1,7 @@
 """Who submits what, and when, in a Helios-like trace: users, recurring job templates and their
 variants, and the submission times. Durations, GPUs and states come later
-(:mod:`dlsched.trace.helios_synth_calibrate`); the model and its parameters are documented in
-:mod:`dlsched.trace.helios_synth`.
+(:mod:`dlsched.trace.synth.calibrate`); the model and its parameters are documented in
+:mod:`dlsched.trace.synth.helios`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.trace.helios_synth_data import SLOT_S, SLOTS_PER_DAY, SLOTS_PER_WEEK
+from dlsched.trace.synth.data import SLOT_S, SLOTS_PER_DAY, SLOTS_PER_WEEK
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -23,7 +23,7 @@ _UNIFORM_CHUNK = 4096
 
 @dataclass(frozen=True)
 class PopulationParams:
-    """How users, templates and submissions are drawn (defaults documented in helios_synth).
+    """How users, templates and submissions are drawn (defaults: :mod:`.helios`).
 
     ``gpus_per_user``: a VC of G GPUs has ``max(1, round(G / gpus_per_user))`` users.
     ``user_zipf``: the k-th most active user of a VC submits in proportion to ``k**-user_zipf``.

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.trace.helios_synth_data import STATES, ClusterTargets
 from dlsched.trace.schema import Trace
+from dlsched.trace.synth.data import STATES, ClusterTargets
 
 TOP_USER_FRACTION = 0.1
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.trace.helios_synth_bisect import bisect
+from dlsched.trace.synth.bisect import bisect
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

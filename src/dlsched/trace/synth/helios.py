@@ -26,7 +26,7 @@ GPU-s per job is the summary's GPU-time of completed + cancelled + failed jobs o
 jobs; its per-state shares (Venus 0.516 / 0.398 / 0.085) are targets too.
 
 The model. Every "our choice" below is a parameter of :class:`PopulationParams` or
-:class:`~dlsched.trace.helios_synth_calibrate.JobModel`; "fitted" ones are solved per trace.
+:class:`~dlsched.trace.synth.calibrate.JobModel`; "fitted" ones are solved per trace.
 
 Cluster and VCs
     One partition per VC, 8-GPU nodes, sizes of a reference day (default 2020-09-10, the day
@@ -53,7 +53,7 @@ Recurrence (our choices)
     the square root of the submissions. A submission is a batch (a sweep) of geometric size,
     mean 2, at most 32, jobs 3 s apart on average; each job draws its variant of the template
     from a Pitman–Yor process (1, 0.25). Names are ``{project}_{model}_{variant}`` (see
-    :mod:`~dlsched.trace.helios_synth_names`); in 30-day Venus-like traces 0.73-0.75 of the
+    :mod:`~dlsched.trace.synth.names`); in 30-day Venus-like traces 0.73-0.75 of the
     jobs repeat a name their user submitted before, 0.91 a name up to the variant tag.
 GPU demand (fitted ratio, our choices otherwise)
     Per template: 1 GPU for a share 0.6 of the jobs (the published median is 1 GPU for every
@@ -96,7 +96,7 @@ Other columns
     2020-04-01 00:00 UTC (the profile's clock taken as UTC). GPU jobs only: the Helios
     evaluation simulates GPU jobs only.
 
-Calibration runs on the trace's own draws (see :mod:`~dlsched.trace.helios_synth_calibrate`),
+Calibration runs on the trace's own draws (see :mod:`~dlsched.trace.synth.calibrate`),
 so the statistics hold for the trace as written, at any length: over ten 30-day Venus-like
 seeds mean run time and GPU-time per job within 0.1%, median run time within 0.5%, average
 GPUs within 2% (it moves in steps of whole templates), state shares within 0.01 (sampling
@@ -121,8 +121,10 @@ from dlsched.cluster.layout import NodeGroup, expand_groups
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.toml_io import write_cluster_toml
 from dlsched.outdir import write_file_atomic
-from dlsched.trace.helios_synth_calibrate import Calibrated, Draws, JobModel, calibrate
-from dlsched.trace.helios_synth_data import (
+from dlsched.trace.io import write_parquet
+from dlsched.trace.schema import Trace
+from dlsched.trace.synth.calibrate import Calibrated, Draws, JobModel, calibrate
+from dlsched.trace.synth.data import (
     NODE_GPUS,
     ORIGIN_UNIX,
     PERIOD_DAYS,
@@ -134,16 +136,14 @@ from dlsched.trace.helios_synth_data import (
     vc_sizes,
     weekly_profile,
 )
-from dlsched.trace.helios_synth_gpus import largest_size_within
-from dlsched.trace.helios_synth_names import job_names, template_stems
-from dlsched.trace.helios_synth_population import Population, PopulationParams, draw_population
-from dlsched.trace.helios_synth_stats import (
+from dlsched.trace.synth.gpus import largest_size_within
+from dlsched.trace.synth.names import job_names, template_stems
+from dlsched.trace.synth.population import Population, PopulationParams, draw_population
+from dlsched.trace.synth.stats import (
     comparison_rows,
     published_statistics,
     trace_statistics,
 )
-from dlsched.trace.io import write_parquet
-from dlsched.trace.schema import Trace
 
 TRACE_FILE = "trace.parquet"
 CLUSTER_FILE = "cluster.toml"
@@ -154,7 +154,7 @@ CPUS_PER_GPU = (1, 2, 4)
 @dataclass(frozen=True)
 class HeliosSynthConfig:
     """One generated trace: the cluster it resembles (``like``, one of
-    :data:`~dlsched.trace.helios_synth_data.HELIOS_CLUSTERS`), its length in days, the seed,
+    :data:`~dlsched.trace.synth.data.HELIOS_CLUSTERS`), its length in days, the seed,
     the day whose VC sizes make the cluster, a factor on the published job rate, and the
     model's fixed parameters."""
 
@@ -184,7 +184,7 @@ class HeliosSynth:
 
 def helios_cluster(like: str, vc_day: str = REFERENCE_DAY) -> ClusterSpec:
     """The cluster of a Helios-like trace: one partition per VC (see
-    :func:`~dlsched.trace.helios_synth_data.vc_sizes`), each of ``GPUs / 8`` nodes of 8 GPUs
+    :func:`~dlsched.trace.synth.data.vc_sizes`), each of ``GPUs / 8`` nodes of 8 GPUs
     named ``<vc>-000`` onwards, racks of 16 nodes starting afresh in each VC."""
     targets = load_targets(like)
     sizes = vc_sizes(like, vc_day)
@@ -199,7 +199,7 @@ def helios_cluster(like: str, vc_day: str = REFERENCE_DAY) -> ClusterSpec:
             f"{targets.name}-like VCs sized as on {vc_day} ({sum(sizes.values())} GPUs, "
             f"{len(sizes)} VCs of 8-GPU nodes)"
         ),
-        source=f"dlsched.trace.helios_synth (HeliosData {vc_day})",
+        source=f"dlsched.trace.synth.helios (HeliosData {vc_day})",
     )
 
 
@@ -298,7 +298,7 @@ def _report(
     offered = float(used.sum()) / (span * cluster.total_gpus)
     published_load = targets.gpu_time_total / (PERIOD_DAYS * 86400.0 * targets.gpu_num)
     return {
-        "generator": "dlsched.trace.helios_synth",
+        "generator": "dlsched.trace.synth.helios",
         "like": targets.name,
         "days": config.days,
         "seed": config.seed,

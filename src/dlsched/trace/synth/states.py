@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.trace.helios_synth_data import STATES, ClusterTargets
+from dlsched.trace.synth.data import STATES, ClusterTargets
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -1,7 +1,7 @@
 """GPU demands, run times and final states of a Helios-like trace, fitted numerically so that the
 generated trace's statistics land on the published ones.
 
-The model and the meaning of every parameter are documented in :mod:`dlsched.trace.helios_synth`.
+The model and the meaning of every parameter are documented in :mod:`dlsched.trace.synth.helios`.
 Calibration works on the trace's own draws (the latent normals and uniforms stay fixed while the
 parameters move), so the generated statistics match the targets closely at any length and seed.
 Every step is a bisection, a bounded number of secant steps or a bounded fixed-point iteration,
@@ -16,21 +16,21 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from dlsched.trace.helios_synth_data import STATES, ClusterTargets
-from dlsched.trace.helios_synth_durations import (
+from dlsched.trace.synth.data import STATES, ClusterTargets
+from dlsched.trace.synth.durations import (
     RunTimeFit,
     RunTimes,
     RunTimeShape,
     balance_vc_load,
     fit_run_times,
 )
-from dlsched.trace.helios_synth_gpus import (
+from dlsched.trace.synth.gpus import (
     fit_gpu_ratio,
     gpu_sizes,
     job_level_ranks,
     job_weighted_ranks,
 )
-from dlsched.trace.helios_synth_states import (
+from dlsched.trace.synth.states import (
     draw_states,
     fit_state_model,
     standardized_log,
@@ -156,7 +156,7 @@ class Fitted:
 class Calibrated:
     """Per template: ``template_gpus``, ``template_debug``. Per job: ``duration`` (seconds, whole
     and >= 1: what the job ran), ``intended`` (what it would have run to completion) and
-    ``state`` (index into :data:`~dlsched.trace.helios_synth_data.STATES`)."""
+    ``state`` (index into :data:`~dlsched.trace.synth.data.STATES`)."""
 
     template_gpus: IntArray
     template_debug: BoolArray
