@@ -1,8 +1,11 @@
 """What a PS scheduling policy sees and returns, and helpers the policies share.
 
-A policy's ``decide(now, jobs, machines)`` returns the option (workers, PS and their machines)
-of every job that should run from ``now`` on; jobs left out wait (a running job left out is
-preempted). It must not over-commit any machine: the simulator checks and raises if it does.
+A policy's ``decide(now, jobs, machines, free)`` returns the option (workers, PS and their
+machines) of every job that should run from ``now`` on; jobs left out wait (a running job left
+out is preempted). ``machines`` describe the machines whole (what profiles and estimates use),
+``free`` what the policy may hold on each now (rows: machines, columns: GPUs, CPUs, memory GiB;
+its own running jobs' share included; None: all of it). It must not take more than ``free``:
+the simulator checks and raises if it does.
 """
 
 from __future__ import annotations
@@ -40,7 +43,11 @@ class PsPolicy(Protocol):
     def interval(self) -> float | None: ...
 
     def decide(
-        self, now: float, jobs: Sequence[JobState], machines: Sequence[Machine]
+        self,
+        now: float,
+        jobs: Sequence[JobState],
+        machines: Sequence[Machine],
+        free: FloatArray | None = None,
     ) -> Mapping[str, Option]: ...
 
 

@@ -23,7 +23,7 @@ from dlsched.perf.optimus import PsSpeedModel, fit_ps_speed
 from dlsched.ps.job import PsJob
 from dlsched.ps.machines import Machine
 from dlsched.ps.objective import sample_time
-from dlsched.ps.placement import Option, capacity, usage
+from dlsched.ps.placement import FloatArray, Option, capacity, usage
 from dlsched.ps.policy_base import JobState, first_fit
 
 _PROFILE_SHAPES = ((1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (4, 1), (2, 4), (4, 2), (4, 4))
@@ -56,10 +56,15 @@ class OptimusStyle:
         return self._models[key]
 
     def decide(
-        self, now: float, jobs: Sequence[JobState], machines: Sequence[Machine]
+        self,
+        now: float,
+        jobs: Sequence[JobState],
+        machines: Sequence[Machine],
+        free: FloatArray | None = None,
     ) -> Mapping[str, Option]:
-        free = capacity(machines)
-        total = free.sum(axis=0)
+        whole = capacity(machines)
+        free = whole.copy() if free is None else np.array(free, dtype=float)
+        total = whole.sum(axis=0)
         out: dict[str, Option] = {}
         shape: dict[str, tuple[int, int]] = {}
         by_id = {s.job.job_id: s for s in jobs}

@@ -21,7 +21,7 @@ import numpy as np
 from dlsched.ps.job import PsJob
 from dlsched.ps.machines import Machine
 from dlsched.ps.objective import sample_time
-from dlsched.ps.placement import Option, candidate_options, capacity, usage
+from dlsched.ps.placement import FloatArray, Option, candidate_options, capacity, usage
 from dlsched.ps.policy_base import JobState, first_fit
 from dlsched.ps.smd import SmdConfig, solve
 
@@ -43,9 +43,14 @@ class SmdPolicy:
     _alone: _AloneTimes = field(default_factory=lambda: _AloneTimes(), repr=False, compare=False)
 
     def decide(
-        self, now: float, jobs: Sequence[JobState], machines: Sequence[Machine]
+        self,
+        now: float,
+        jobs: Sequence[JobState],
+        machines: Sequence[Machine],
+        free: FloatArray | None = None,
     ) -> Mapping[str, Option]:
-        free = capacity(machines)
+        free_given = free
+        free = capacity(machines) if free is None else np.array(free, dtype=float)
         admitted: list[JobState] = []
         base: list[Option] = []
         alone = self._alone.on(machines)
@@ -79,6 +84,7 @@ class SmdPolicy:
             candidates,
             base,
             self.config,
+            None if free_given is None else free_given,
         )
         return {s.job.job_id: o for s, o in zip(admitted, result.options, strict=True)}
 

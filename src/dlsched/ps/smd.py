@@ -32,7 +32,7 @@ from dlsched.ps.knapsack import Knapsack, KnapsackResult, solve_exact, solve_gre
 from dlsched.ps.load_search import LoadProblem, box_size, descend, enumerate_loads, neighbours
 from dlsched.ps.machines import Machine
 from dlsched.ps.objective import Evaluator
-from dlsched.ps.placement import Option, capacity, usages
+from dlsched.ps.placement import FloatArray, Option, capacity, usages
 
 SOLVERS = ("auto", "exact", "lp", "greedy")
 
@@ -91,16 +91,17 @@ def solve(
     candidates: Sequence[Sequence[Option]],
     base: Sequence[Option],
     config: SmdConfig | None = None,
+    free: FloatArray | None = None,
 ) -> SmdResult:
     """Choose one of ``candidates[i]`` for every job (module docstring). ``base`` is a
     feasible choice (each ``base[i]`` among ``candidates[i]``) the result never does worse
-    than."""
+    than. ``free`` is what the jobs may take per machine (default: the whole machines)."""
     config = config or SmdConfig()
     if not jobs:
         return SmdResult((), 0.0, 0, "none")
     index = [list(c).index(b) for c, b in zip(candidates, base, strict=True)]
     uses = [usages(j, c) for j, c in zip(jobs, candidates, strict=True)]
-    cap = capacity(machines).ravel()
+    cap = (capacity(machines) if free is None else np.asarray(free, dtype=float)).ravel()
     evaluator = Evaluator(jobs, remaining, machines)
     problem = LoadProblem(evaluator, candidates, uses, cap)
     method = _method(config, len(jobs))

@@ -12,7 +12,6 @@ requested workers and PS, packed onto the machines with the most free GPUs first
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -38,35 +37,26 @@ def why_never_runs(job: PsJob, machines: Sequence[Machine]) -> str | None:
     return None
 
 
-def _residual(
+def _usable(
     state: ClusterState,
-    machines: Sequence[Machine],
     nodes: Sequence[int],
     own: dict[int, tuple[int, float, float]],
     limit: dict[int, int] | None = None,
-) -> tuple[list[int], list[Machine]]:
-    """The up nodes among ``nodes`` with room, as machines sized by what is free there plus
-    ``own`` (GPUs, CPUs, MiB held by the asking policy's jobs per node), at most ``limit``
-    GPUs per node when given."""
-    kept, out = [], []
+) -> FloatArray:
+    """What may be held on each of ``nodes`` (rows; columns GPUs, CPUs, memory GiB): what is
+    free on an up node plus ``own`` (GPUs, CPUs, MiB held there by the asking policy's jobs),
+    at most ``limit`` GPUs per node when given; nothing on a down node."""
+    rows = []
     for n in nodes:
         if not state.node_up[n]:
+            rows.append((0.0, 0.0, 0.0))
             continue
         g, c, m = own.get(n, (0, 0.0, 0.0))
-        cpus = state.free_cpus[n] + c
-        mem = (state.free_mem[n] + m) / MIB_PER_GIB
-        if cpus <= 1e-9 or mem <= 1e-9:
-            continue
-        kept.append(n)
         gpus = state.free_whole[n] + g
         if limit is not None:
             gpus = min(gpus, limit.get(n, gpus))
-        out.append(replace(machines[n], gpus=gpus, cpus=cpus, memory_gib=mem))
-    return kept, out
-
-
-def _capacity(machines: Sequence[Machine]) -> FloatArray:
-    return np.array([[m.gpus, m.cpus, m.memory_gib] for m in machines], dtype=float)
+        rows.append((float(gpus), state.free_cpus[n] + c, (state.free_mem[n] + m) / MIB_PER_GIB))
+    return np.array(rows, dtype=float).reshape(len(nodes), 3)
 
 
 def _to_tasks(option: Option, nodes: Sequence[int]) -> PsTasks:
@@ -108,12 +98,10 @@ class PsPlacer:
     def __call__(self, state: ClusterState, pool: int, view: JobView) -> Start | None:
         assert isinstance(view, SimJob)
         ps: PsJob = view.ext
-        nodes, machines = _residual(state, self.machines, state.pool_nodes[pool], {})
-        if not machines:
-            return None
-        option = first_fit(
-            ps, ps.requested_workers, ps.requested_servers, machines, _capacity(machines)
-        )
+        nodes = state.pool_nodes[pool]
+        machines = [self.machines[n] for n in nodes]
+        free = _usable(state, nodes, {})
+        option = first_fit(ps, ps.requested_workers, ps.requested_servers, machines, free)
         if option is None:
             return None
         want = _start(state, view, _to_tasks(option, nodes), ())
@@ -156,9 +144,9 @@ class PsAdapter(AllocationAdapter):
         running = [j for j in sims if j.running]
         moved = displaced(running, members, available)
         limit = dict(zip(members, available, strict=True))
-        nodes, machines = _residual(self.state, self.machines, members, own, limit)
-        if not machines:
-            return {}
+        nodes = members
+        machines = [self.machines[n] for n in nodes]
+        free = _usable(self.state, nodes, own, limit)
         views = []
         for job in sims:
             option = None
@@ -167,7 +155,7 @@ class PsAdapter(AllocationAdapter):
             views.append(
                 JobState(job.ext, job.work - job.done_at(now), job.attained_service(now), option)
             )
-        answer = self.policy.decide(now, views, machines)
+        answer = self.policy.decide(now, views, machines, free)
         by_id = {job.job_id: job for job in sims}
         wanted: dict[JobView, Want] = {}
         counts: dict[JobView, dict[int, int]] = {}
