@@ -29,7 +29,7 @@ def test_node_failures_cost_elastic_jobs_progress(policy: str) -> None:
     calm = simulate(trace, cluster, SimConfig(policy=policy))
     config = SimConfig(policy=policy, faults=FaultConfig(mtbf_s=20_000.0, mttr_s=600.0))
     faulty = simulate(trace, cluster, config, record_segments=True)
-    assert calm.summary["failures"] == 0
+    assert calm.summary["failures"] is None and calm.summary["lost_gpu_seconds"] is None
     assert faulty.summary["failures"] > 0
     assert faulty.summary["jobs"] == len(trace)
     assert sum(faulty.jobs.column("lost_gpu_seconds").to_pylist()) > 0

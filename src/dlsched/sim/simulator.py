@@ -286,13 +286,15 @@ class Simulator:
             busy_extra_w_per_gpu=self.config.power.busy_extra_w_per_gpu,
             powered_gpus=self.power.powered_gpus() if managed else None,
             extra={
-                "failures": self.failures,
+                "failures": self.failures if self.config.faults.enabled else None,
                 "events": self.engine.events_processed,
                 "cycles": self.cycles,
                 "cluster": self.cluster.name,
                 "seed": self.config.seed,
             },
         )
+        if not self.config.faults.enabled:
+            summary["lost_gpu_seconds"] = None  # no fault model: nothing could be lost
         summary.update(
             kind_summary(
                 self.kinds.kind,
