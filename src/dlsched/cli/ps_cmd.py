@@ -10,11 +10,13 @@ import typer
 from dlsched.cli.errors import user_errors
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.outdir import check_replaceable
+from dlsched.perf.model import PS
 from dlsched.ps.machines import machines_from_cluster
 from dlsched.ps.workload import DEFAULT_TRACE, build_workload, workload_trace
 from dlsched.ps.zoo import MODEL_NAMES, network
 from dlsched.runner import Experiment, run_experiment
 from dlsched.sim.config import SimConfig
+from dlsched.sim.groups import check_choice
 from dlsched.sim.simulator import with_task_resources
 from dlsched.trace.io import write_parquet
 
@@ -83,6 +85,8 @@ def simulate_cmd(
         names = [p.strip() for p in policy.split(",") if p.strip()]
         if not names:
             raise ValueError("--policy names no policy")
+        for name in names:
+            check_choice({PS}, name, {}, {})
         check_replaceable(out, {"trace.parquet", *names}, "ps simulate output")
         spec = resolve_cluster(cluster)
         machines = machines_from_cluster(with_task_resources(spec))

@@ -500,12 +500,14 @@ class Simulator:
             self.cycles += 1
             if self._multi:
                 self._share(g, pool)
-            try:
-                plan = sched.cycle(pool, now)
-            except OverCommitError as exc:
-                raise RuntimeError(f"policy {group.policy!r} over-committed: {exc}") from None
+            plan = sched.cycle(pool, now)
             if plan:
-                self._apply(plan, now)
+                try:
+                    self._apply(plan, now)
+                except OverCommitError as exc:
+                    raise RuntimeError(
+                        f"policy {group.policy!r} over-committed the cluster: {exc}"
+                    ) from None
             elif not group.ordering:
                 self._check_idle(g, pool, now)
             self._sample(pool, now)
@@ -738,7 +740,8 @@ class Simulator:
         job.status = DONE
         job.end = now
         self.groups[job.group].scheduler.on_finished(job, now)
-        self.records.finish(job)
+        # Elastic and PS work is not in seconds: their run time is the time from first start.
+        self.records.finish(job, None if job.kind == RIGID else now - job.first_start)
         if self.estimator is not None and job.kind == RIGID:
             self.estimator.observe(job.row, job.duration or job.work, now)
         self._live -= 1

@@ -3,7 +3,7 @@
 Columns: ``name, time, application, num_replicas, batch_size``. One replica runs on one GPU, so
 ``num_replicas`` is the GPU count. ``time`` is seconds from the workload's start. The file gives
 no run time: ``duration`` stays null and the work comes from a performance model of
-``application`` at ``batch_size``.
+``application`` at ``batch_size``; every row is an ``elastic`` job.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ class PolluxParser(RelativeTimes):
             row.integer("num_replicas"),
             row.text("application"),
             row.integer("batch_size", bits=64),
+            "elastic",
         )
 
 
@@ -34,7 +35,7 @@ POLLUX = CsvFormat(
     required=("name", "time", "application", "num_replicas", "batch_size"),
     optional=(),
     signature=frozenset({"name", "time", "num_replicas"}),
-    outputs=("job_id", "submit_time", "num_gpus", "application", "batch_size"),
+    outputs=("job_id", "submit_time", "num_gpus", "application", "batch_size", "kind"),
     new_parser=PolluxParser,
     gpu_jobs_note="every Pollux job is a GPU job",
     source_columns=MappingProxyType(
