@@ -35,12 +35,12 @@ class Tiresias(Policy):
         return self.round_s
 
     def key(self, job: JobView, now: float) -> Key:
-        queue = bisect_right(self.thresholds, job.attained_service(now))
-        return (float(queue), job.submit_time, job.seq)
+        return (bisect_right(self.thresholds, job.attained_service(now)), job.submit_time, job.seq)
 
     def next_change(self, job: JobView, now: float) -> float | None:
         attained = job.attained_service(now)
-        queue = bisect_right(self.thresholds, attained)
-        if queue == len(self.thresholds) or job.gpus == 0:
+        thresholds = self.thresholds
+        # Most running jobs of a long trace sit in the last queue: no bisection for them.
+        if not thresholds or attained >= thresholds[-1] or job.gpus == 0:
             return None
-        return now + (self.thresholds[queue] - attained) / job.gpus
+        return now + (thresholds[bisect_right(thresholds, attained)] - attained) / job.gpus
