@@ -7,17 +7,29 @@ For each dataset this measures, each in a fresh subprocess (so peak memory is pe
   placement, no records): the floor for an event loop in Python.
 
 Datasets: (a) the bundled Philly VC 0e4a51 slice on 32x8; (b) all 82,247 Philly jobs on
-``philly-vcs`` (needs ../shared/traces); (c) a synthetic Philly-like trace of N jobs (default
-1,000,000) on 32x8. Prints one JSON line per measurement and a Markdown table for bench/RESULTS.md.
+``philly-vcs`` (``--philly``, default ../shared/traces); (c) a synthetic Philly-like trace of N
+jobs (default 1,000,000) on 32x8. Prints one JSON line per measurement and a Markdown table for
+bench/RESULTS.md.
+
+With ``--cpu-against OLD_SRC`` (the ``src`` directory of a checkout of another commit; may be
+given more than once) it instead compares CPU time: for each dataset and run, ``--repeat``
+rounds of fresh processes, one importing this tree's dlsched and one per OLD_SRC, rotating which
+goes first so that drifting load on a shared machine falls on every side; each reports the
+process time of ``simulate`` alone. Prints the medians and the ratios of medians (this tree /
+each OLD_SRC).
 
     python bench/sim_throughput.py [--datasets vc,philly,synthetic] [--synthetic-jobs N]
+    python bench/sim_throughput.py --cpu-against /path/to/old/src --datasets philly \
+        --runs fifo,tiresias --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -30,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PHILLY = ROOT.parent / "shared" / "traces" / "philly" / "philly_jobs.csv"
 
 
-def load(dataset: str, synthetic_jobs: int) -> tuple[Any, Any]:
+def load(dataset: str, synthetic_jobs: int, philly: Path = PHILLY) -> tuple[Any, Any]:
     from dlsched.cluster.parse import resolve_cluster
     from dlsched.trace.bundled import bundled_trace_path
     from dlsched.trace.read import read_trace
@@ -39,7 +51,7 @@ def load(dataset: str, synthetic_jobs: int) -> tuple[Any, Any]:
     if dataset == "vc":
         return read_trace(bundled_trace_path("vc_0e4a51")).trace, resolve_cluster("32x8")
     if dataset == "philly":
-        return read_trace(PHILLY).trace, resolve_cluster("philly-vcs")
+        return read_trace(philly).trace, resolve_cluster("philly-vcs")
     if dataset == "synthetic":
         return synthetic_trace(synthetic_jobs, seed=0), resolve_cluster("32x8")
     raise ValueError(f"unknown dataset {dataset!r}")
@@ -90,12 +102,13 @@ def bare_fifo(trace: Any, cluster: Any) -> tuple[float, int]:
     return wall, int(avg) if n else 0
 
 
-def measure(dataset: str, which: str, synthetic_jobs: int) -> dict[str, Any]:
+def measure(dataset: str, which: str, synthetic_jobs: int, philly: Path) -> dict[str, Any]:
     from dlsched.sim.config import SimConfig
     from dlsched.sim.simulator import simulate
 
-    trace, cluster = load(dataset, synthetic_jobs)
+    trace, cluster = load(dataset, synthetic_jobs, philly)
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu_started = time.process_time()
     if which == "bare-fifo":
         wall, avg = bare_fifo(trace, cluster)
         jobs = len(trace)
@@ -116,6 +129,7 @@ def measure(dataset: str, which: str, synthetic_jobs: int) -> dict[str, Any]:
         "run": which,
         "jobs": jobs,
         "wall_s": round(wall, 3),
+        "cpu_s": round(time.process_time() - cpu_started, 3),
         "jobs_per_s": round(jobs / wall) if wall > 0 else None,
         "peak_rss_mib": round(peak / 1024),
         "rss_before_run_mib": round(base_rss / 1024),
@@ -123,37 +137,88 @@ def measure(dataset: str, which: str, synthetic_jobs: int) -> dict[str, Any]:
     }
 
 
+def run_one(dataset: str, run: str, args: argparse.Namespace, src: str | None) -> dict[str, Any]:
+    """One measurement in a fresh process; ``src`` (a ``src`` directory) is put first on its
+    PYTHONPATH, or the inherited environment is used when None."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--one",
+            dataset,
+            run,
+            "--synthetic-jobs",
+            str(args.synthetic_jobs),
+            "--philly",
+            str(args.philly),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    row: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return row
+
+
+def cpu_against(args: argparse.Namespace, datasets: list[str]) -> None:
+    """Alternating CPU-time comparison of this tree against each ``--cpu-against`` tree."""
+    sides = [str(ROOT / "src"), *args.cpu_against]
+    names = ["this tree", *(f"old {i + 1}" for i in range(len(args.cpu_against)))]
+    for i, src in enumerate(args.cpu_against):
+        print(f"old {i + 1}: {src}")
+    table = []
+    for dataset in datasets:
+        for run in args.runs.split(","):
+            cpu: list[list[float]] = [[] for _ in sides]
+            for rep in range(args.repeat):
+                # Rotate which side goes first so a load change hits every side alike.
+                for k in range(len(sides)):
+                    side = (rep + k) % len(sides)
+                    row = run_one(dataset, run, args, sides[side])
+                    row.update(side=names[side], rep=rep)
+                    print(json.dumps(row), flush=True)
+                    cpu[side].append(row["cpu_s"])
+            table.append((dataset, run, [statistics.median(c) for c in cpu], [min(c) for c in cpu]))
+    print(f"\n{args.repeat} rotations; CPU seconds of simulate(): median (min)")
+    ratios = [f"this / {n}" for n in names[1:]]
+    print(f"\n| dataset | run | {' | '.join(names)} | {' | '.join(ratios)} |")
+    print("|---|---|" + "---|" * (len(names) + len(ratios)))
+    for dataset, run, med, low in table:
+        times = " | ".join(f"{m:.2f} ({lo:.2f})" for m, lo in zip(med, low, strict=True))
+        shown = " | ".join(f"{med[0] / m:.2f}" for m in med[1:])
+        print(f"| {dataset} | {run} | {times} | {shown} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="vc,philly,synthetic")
     parser.add_argument("--runs", default="bare-fifo,fifo,tiresias")
     parser.add_argument("--synthetic-jobs", type=int, default=1_000_000)
+    parser.add_argument("--philly", type=Path, default=PHILLY, help="philly_jobs.csv")
+    parser.add_argument(
+        "--cpu-against", action="append", metavar="OLD_SRC", help="src dir of another checkout"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="rounds per row (--cpu-against)")
     parser.add_argument("--one", nargs=2, metavar=("DATASET", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one[0], args.one[1], args.synthetic_jobs)))
+        print(json.dumps(measure(args.one[0], args.one[1], args.synthetic_jobs, args.philly)))
+        return
+    datasets = args.datasets.split(",")
+    if "philly" in datasets and not args.philly.exists():
+        print(f"skipping philly: {args.philly} not found", file=sys.stderr)
+        datasets.remove("philly")
+    if args.cpu_against:
+        cpu_against(args, datasets)
         return
     rows = []
-    for dataset in args.datasets.split(","):
-        if dataset == "philly" and not PHILLY.exists():
-            print(f"skipping philly: {PHILLY} not found", file=sys.stderr)
-            continue
+    for dataset in datasets:
         for run in args.runs.split(","):
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--one",
-                    dataset,
-                    run,
-                    "--synthetic-jobs",
-                    str(args.synthetic_jobs),
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row = run_one(dataset, run, args, None)
             print(json.dumps(row), flush=True)
             rows.append(row)
     print("\n| dataset | run | jobs | wall (s) | jobs/s | ratio to bare FIFO | peak RSS (MiB) |")

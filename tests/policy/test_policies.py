@@ -69,6 +69,7 @@ def test_unknown_policy_lists_the_available_ones() -> None:
         ("tiresias", {"thresholds": "500,100"}, "thresholds must be positive and increasing"),
         ("tiresias", {"thresholds": "0"}, "thresholds must be positive and increasing"),
         ("tiresias", {"round_s": "0"}, "round_s must be positive"),
+        ("tiresias", {"order": "fifo"}, "order must be one of running, submit: got 'fifo'"),
     ],
 )
 def test_bad_options_are_errors(name: str, options: dict[str, str], message: str) -> None:
@@ -122,7 +123,7 @@ def test_srtf_remaining_time_counts_the_restore_stall() -> None:
 def test_tiresias_queue_keys_at_thresholds() -> None:
     t = create_policy("tiresias", {"thresholds": "100,1000"})
     j = start(job(0, 3.0, gpus=2), at=0.0)  # attained service: 2 GPU-s per second
-    assert t.key(j, 0.0) == (0.0, 3.0, 0)
+    assert t.key(j, 0.0) == (0.0, 0.0, 3.0, 0)  # queue 0, running, submit time, seq
     assert t.key(j, 49.9)[0] == 0.0  # 99.8 GPU-s
     assert t.key(j, 50.0)[0] == 1.0  # exactly 100 GPU-s: the next queue
     assert t.key(j, 499.0)[0] == 1.0
@@ -130,10 +131,25 @@ def test_tiresias_queue_keys_at_thresholds() -> None:
     # A waiting job keeps the service it attained before it was stopped.
     w = job(1, 0.0, gpus=4)
     w.attained_base = 400.0
-    assert t.key(w, 1e9) == (1.0, 0.0, 1)
-    # Within a queue, submit order: the later job in a lower queue still goes first.
+    assert t.key(w, 1e9) == (1.0, 1.0, 0.0, 1)
+    # A later job in a lower queue still goes first.
     late = job(2, 50.0, gpus=1)
     assert t.key(late, 500.0) < t.key(w, 500.0)
+
+
+def test_tiresias_orders_running_jobs_first_inside_a_queue_unless_asked_for_submit_order() -> None:
+    older_waiting = job(0, 0.0)
+    younger_running = start(job(1, 10.0), at=20.0)
+    default = create_policy("tiresias")
+    assert isinstance(default, Tiresias) and default.order == "running"
+    assert default.key(younger_running, 30.0) < default.key(older_waiting, 30.0)
+    submit = create_policy("tiresias", {"order": "submit"})
+    assert submit.key(older_waiting, 30.0) < submit.key(younger_running, 30.0)
+    assert submit.key(younger_running, 30.0) == (0.0, 10.0, 1)
+    # Across queues the order rule does not matter: the lower queue goes first either way.
+    demoted = start(job(2, 0.0), at=0.0)
+    for t in (default, submit):
+        assert t.key(older_waiting, 20_000.0) < t.key(demoted, 20_000.0)
 
 
 def test_tiresias_next_change_is_when_the_next_threshold_is_reached() -> None:

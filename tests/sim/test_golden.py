@@ -396,7 +396,8 @@ def test_srtf_preemption_and_restore_stall_by_hand() -> None:
 
 def test_tiresias_demotion_preemption_and_round_alignment_by_hand() -> None:
     # 2 nodes x 1 GPU; thresholds 100 GPU-s (queue 0 below, queue 1 from 100), 10-s rounds.
-    # Decisions happen only at multiples of 10 s; inside a queue, submit order.
+    # Decisions happen only at multiples of 10 s; inside a queue, running jobs first, then
+    # submit order.
     # t=0:   A and B (1 GPU, 300 s each) start, A -> n0, B -> n1 (tie -> lowest index first).
     # t=5:   C (1 GPU, 50 s) arrives; the next round is t=10: A, B, C all in queue 0, submit
     #        order A, B, C, only 2 GPUs: C waits.

@@ -28,6 +28,7 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from heapq import heappop, heappush
+from operator import itemgetter
 
 from dlsched.cluster.state import ClusterState, Demand, OverCommitError
 from dlsched.placement.base import Placer
@@ -136,7 +137,7 @@ class Scheduler:
     def _wait(self, q: PoolQueues, job: JobView, now: float) -> None:
         entry = (self.policy.key(job, now), job.seq, job)
         q.entry[job] = entry
-        insort(q.waiting, entry, key=_rank)
+        insort(q.waiting, entry)
 
     def on_started(self, job: JobView) -> None:
         q = self.pools[job.pool]
@@ -146,8 +147,7 @@ class Scheduler:
         q.running_jobs += 1
         if self.policy.preemptive:
             entry = q.entry.pop(job)
-            i = bisect_left(q.waiting, _rank(entry), key=_rank)
-            del q.waiting[i]
+            del q.waiting[bisect_left(q.waiting, entry)]
             q.running[job] = None
 
     def on_stopped(self, job: JobView, now: float) -> None:
@@ -256,13 +256,14 @@ class Scheduler:
         if q.pending_jobs == 0:
             return EMPTY_PLAN
         policy, state = self.policy, self.state
-        running = sorted(((policy.key(j, now), j.seq, j) for j in q.running), key=_rank)
+        key = policy.key
+        running = sorted([(key(j, now), j.seq, j) for j in q.running], key=_KEY)
         if policy.waiting_key_fixed:
             waiting = q.waiting
         else:
-            waiting = sorted(((policy.key(e[2], now), e[1], e[2]) for e in q.waiting), key=_rank)
+            waiting = sorted([(key(e[2], now), e[1], e[2]) for e in q.waiting], key=_KEY)
         capacity = state.pool_up_gpus[pool] - self.foreign_gpus[pool]
-        admitted, preempts = _admit(running, waiting, capacity, q.pending_cpu_only)
+        staying, admitted, preempts = _admit(running, waiting, capacity, q.pending_cpu_only)
         starts: list[Start] = []
         with state.tentative():
             for job in preempts:
@@ -271,7 +272,7 @@ class Scheduler:
             # finds none later in the same cycle (per kind: kinds place differently).
             unplaceable: set[tuple[int, Demand]] = set()
             for job in admitted:
-                if job.running or (job.kind, job.demand) in unplaceable:
+                if (job.kind, job.demand) in unplaceable:
                     continue
                 start = self._start(state, pool, job)
                 if start is None:
@@ -282,56 +283,60 @@ class Scheduler:
             kept = [job for job in preempts if _still_free(state, job)]
         if kept:
             preempts = [job for job in preempts if job not in kept]
-            admitted.extend(kept)
+            staying.extend(kept)
         wake = math.inf
-        running_after = [j for j in admitted if j.running] + [s.job for s in starts]
-        for job in running_after:
+        for job in [*staying, *(s.job for s in starts)]:
             t = policy.next_change(job, now)
             if t is not None and t < wake:
                 wake = t
         return Plan(tuple(starts), tuple(preempts), None if wake == math.inf else wake)
 
 
-def _rank(entry: tuple[Key, int, JobView]) -> tuple[Key, int]:
-    return entry[0], entry[1]
-
-
 Ranked = list[tuple[Key, int, JobView]]
+# Keys are unique (a policy breaks ties inside its key, by seq at the latest), so sorting on the
+# key alone gives the (key, seq) order, at half the comparisons of whole entries.
+_KEY = itemgetter(0)
 
 
 def _admit(
     running: Ranked, waiting: Ranked, capacity: float, cpu_only_waiting: int
-) -> tuple[list[JobView], list[JobView]]:
+) -> tuple[list[JobView], list[JobView], list[JobView]]:
     """Walk running and waiting jobs merged in rank order, admitting each whose GPU need fits
-    what is left of ``capacity``; running jobs not admitted are to be preempted. Once the
-    capacity is spent and no CPU-only job waits, no waiting job can be admitted, so the walk
-    skips the waiting list and only settles the running jobs left."""
+    what is left of ``capacity``. Returns the running jobs admitted (to keep running), the
+    waiting jobs admitted (to start, in rank order) and the running jobs not admitted (to
+    preempt). Once the capacity is spent and no CPU-only job waits, no waiting job can be
+    admitted, so the walk skips the rest of the waiting list and only settles the running jobs
+    left. The merge compares entries as plain tuples (a Python function per comparison is what
+    made this walk slow); seq is unique, so the job itself is never compared."""
+    staying: list[JobView] = []
     admitted: list[JobView] = []
     preempts: list[JobView] = []
-    ri = wi = 0
-    nr, nw = len(running), len(waiting)
-    while ri < nr or wi < nw:
-        if capacity <= 0 and cpu_only_waiting == 0:
-            for _, _, job in running[ri:]:
-                if job.gpus * job.demand.milli / 1000 <= capacity:
-                    admitted.append(job)
-                else:
-                    preempts.append(job)
-            break
-        if ri < nr and (wi >= nw or _rank(running[ri]) < _rank(waiting[wi])):
-            job = running[ri][2]
-            ri += 1
-        else:
+    wi, nw = 0, len(waiting)
+    # One loop over the running jobs, each preceded by the waiting jobs ranked before it; the
+    # final None takes the waiting jobs ranked after every running one.
+    for entry in [*running, None]:
+        while (
+            wi < nw
+            and (capacity > 0 or cpu_only_waiting)
+            and (entry is None or waiting[wi] < entry)
+        ):
             job = waiting[wi][2]
             wi += 1
             cpu_only_waiting -= job.gpus == 0
+            need = job.gpus * job.demand.milli / 1000
+            if need <= capacity:
+                admitted.append(job)
+                capacity -= need
+        if entry is None:
+            break
+        job = entry[2]
         need = job.gpus * job.demand.milli / 1000
         if need <= capacity:
-            admitted.append(job)
+            staying.append(job)
             capacity -= need
-        elif job.running:
+        else:
             preempts.append(job)
-    return admitted, preempts
+    return staying, admitted, preempts
 
 
 def _take(state: ClusterState, start: Start) -> None:
