@@ -18,10 +18,10 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.registry import elastic_policies
 from dlsched.service.api import ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
-from dlsched.service.controller import Controller
 from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.elastic_controller import ElasticController
+from dlsched.service.elastic_planning import ElasticPlanning
 from dlsched.service.elastic_setup import build_controller, create_service_policy, elastic_name
+from dlsched.service.planning import OrderingPlanning
 from dlsched.service.records import COMPLETED, PREEMPTING, NewJob
 from dlsched.service.store import Store
 from tests.service.helpers import Clock, check_no_double_booking
@@ -71,8 +71,9 @@ class Live:
             resolve_cluster(cluster),
             clock=self.clock,
         )
-        assert isinstance(ctl, ElasticController)
+        assert isinstance(ctl.planning, ElasticPlanning)
         self.ctl = ctl
+        self.planning = ctl.planning
         self.terminations: list[str] = []
         terminate = self.backend.terminate
 
@@ -126,7 +127,7 @@ def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str, db
         # and the new one runs with a new GPU count and the batch recorded for it.
         assert before.exit_code == 75 and before.end <= after.begin
         assert before.request.num_gpus != after.request.num_gpus
-        size = live.ctl.book.attempt(
+        size = live.planning.book.attempt(
             seq, int(after.request.request_id.split(".")[1]), live.ctl.service_id
         )
         assert size is not None
@@ -146,13 +147,13 @@ def test_measured_throughputs_reach_the_policy(tmp_path: Path) -> None:
     live = Live(tmp_path, "ones")
     seq = live.submit("measured")
     seen: list[Mapping[int, tuple[float, ...]]] = []
-    decide = live.ctl.elastic_policy.decide
+    decide = live.planning.policy.decide
 
     def spy(now: float, jobs: Any) -> Any:
         seen.extend(j.throughputs for j in jobs if j.index == seq)
         return decide(now, jobs)
 
-    live.ctl.elastic_policy.decide = spy  # type: ignore[method-assign]
+    live.planning.policy.decide = spy  # type: ignore[method-assign]
     live.run()
     sizes = {n for t in seen for n in t}
     assert len(sizes) >= 2, sizes
@@ -178,7 +179,7 @@ def test_pollux_sizes_a_job_by_its_measured_throughputs(tmp_path: Path, scaling:
     else:
         # The same throughput at 1 and 2 GPUs: at most one round at 4 GPUs, then shrunk.
         assert sizes[-1] <= 2 and at_four <= 60.0, (sizes, at_four, total)
-    measured = live.ctl.driver.perf
+    measured = live.planning.adapter.driver.perf
     assert measured.measured(seq) == {}  # dropped once the job completed
     check_no_double_booking(live.backend)
 
@@ -237,7 +238,7 @@ def test_api_stores_an_elastic_submission(api: tuple[TestClient, dict[str, str],
     client, auth, live = api
     r = client.post("/jobs", json=ELASTIC, headers=auth)
     assert r.status_code == 201, r.text
-    assert live.ctl.book.spec(1) == ElasticSpec("cifar10", 4, 32)
+    assert live.planning.book.spec(1) == ElasticSpec("cifar10", 4, 32)
 
 
 @pytest.mark.parametrize(
@@ -267,7 +268,7 @@ def test_a_rigid_service_refuses_elastic_jobs(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.db")
     policy = create_service_policy("tiresias", {})
     ctl = build_controller(policy, store, FakeBackend(Clock()), resolve_cluster("1x4"))
-    assert type(ctl) is Controller and policy.name == "tiresias"
+    assert isinstance(ctl.planning, OrderingPlanning) and policy.name == "tiresias"
     problem = ctl.submission_problem(1, ElasticSpec("cifar10", 2, 32))
     assert problem is not None and problem.startswith("elastic:")
     store.close()
@@ -288,7 +289,7 @@ def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path, db_
         resolve_cluster("2x4"),
         clock=live.clock,
     )
-    assert isinstance(again, ElasticController)
+    assert isinstance(again.planning, ElasticPlanning)
     again.recover()
     live.ctl = again
     live.run()
@@ -299,7 +300,7 @@ def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path, db_
         assert kinds.count("completed") == 1
         for run in runs_of(live, f"j{seq}"):
             attempt = int(run.request.request_id.split(".")[1])
-            size = again.book.attempt(seq, attempt, again.service_id)
+            size = again.planning.book.attempt(seq, attempt, again.service_id)
             assert size is not None and size.batch_size == run.request.batch_size
     check_no_double_booking(live.backend)
 

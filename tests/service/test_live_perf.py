@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from dlsched.elastic.perfbook import PerfBook
 from dlsched.elastic.policies.optimus import Optimus
+from dlsched.perf.perfbook import PerfBook
 from dlsched.service.live_perf import LiveApplication, LivePerfBook
 from tests.elastic.helpers import job_at, view
 
