@@ -16,6 +16,7 @@ from dlsched.backends.base import LaunchRequest
 from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.registry import elastic_policies
+from dlsched.elastic.types import Allocation, ClusterView
 from dlsched.service.api import ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
 from dlsched.service.elastic_book import ElasticSpec
@@ -334,3 +335,77 @@ def test_a_job_stored_without_its_elastic_spec_is_cancelled(tmp_path: Path) -> N
     got = live.store.get(row.seq)
     assert got is not None and got.state == "CANCELLED"
     assert live.backend.history == []
+
+
+@pytest.mark.parametrize("how", ["lost", "drained"])
+def test_an_elastic_policy_sees_a_down_node_and_moves_its_jobs_off_it(
+    tmp_path: Path, how: str
+) -> None:
+    """A lost node ends its runs at once; a drained one (as Slurm reports it) keeps them
+    running: either way the policy's next round sees it with no GPUs and moves its jobs."""
+    live = Live(tmp_path, "pollux", cluster="2x4")
+    policy = live.planning.policy
+    views: list[ClusterView] = []
+    answers: list[Mapping[str, Allocation]] = []
+    observe, decide = policy.observe, policy.decide
+
+    def seen(cluster: ClusterView) -> None:
+        views.append(cluster)
+        observe(cluster)
+
+    def answered(now: float, jobs: Any) -> Mapping[str, Allocation]:
+        answers.append(decide(now, jobs))
+        return answers[-1]
+
+    policy.observe = seen  # type: ignore[method-assign]
+    policy.decide = answered  # type: ignore[method-assign]
+    launched: list[LaunchRequest] = []
+    launch = live.backend.launch
+
+    def recorded(request: LaunchRequest) -> None:
+        launched.append(request)
+        launch(request)
+
+    live.backend.launch = recorded  # type: ignore[method-assign]
+    seqs = [live.submit(f"j{i}", gpus=2, max_gpus=4) for i in range(4)]
+    node = "node-001"
+    for _ in range(10):
+        live.ctl.step()
+        if any(node in r.request.gpu_ids for r in live.backend.runs.values()):
+            break
+        live.clock.now += 60.0
+    on_node = {r.request.job_id for r in live.backend.runs.values() if node in r.request.gpu_ids}
+    assert on_node, "the node was in use"
+    rounds_before, launches_before = len(views), len(launched)
+    if how == "lost":
+        live.backend.fail_node(node)
+    else:
+        live.backend.down.add(node)
+    live.ctl.step()  # settles what ended and decides again at once
+    assert len(views) > rounds_before, "no round right after the node was lost"
+    lost = {n.name: n for n in views[rounds_before].nodes}
+    assert (lost[node].gpus, lost[node].size) == (0, 4)
+    assert lost["node-000"].size == 4
+    position = lost[node].index
+    for _ in range(5):
+        live.clock.now += 60.0
+        live.ctl.step()
+    rounds_down, launches_down = len(views), len(launched)
+    live.backend.restore_node(node)
+    live.run()
+    while_down = answers[rounds_before:rounds_down]
+    assert while_down and all(
+        position not in dict(alloc.gpus) for answer in while_down for alloc in answer.values()
+    )
+    while_down_launched = launched[launches_before:launches_down]
+    assert all(node not in r.gpu_ids for r in while_down_launched)
+    # The jobs it had were stopped or lost, queued again, and ran elsewhere while it was down.
+    moved = {r.job_id for r in while_down_launched}
+    assert on_node <= moved, (on_node, moved)
+    # Once back, the node is offered again.
+    assert len(views) > rounds_down
+    assert {n.name: n.gpus for n in views[rounds_down].nodes}[node] > 0
+    for seq in seqs:
+        row = live.store.get(seq)
+        assert row is not None and row.state == COMPLETED
+    check_no_double_booking(live.backend)
