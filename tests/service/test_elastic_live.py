@@ -19,6 +19,7 @@ from dlsched.elastic.registry import elastic_policies
 from dlsched.elastic.types import Allocation, ClusterView
 from dlsched.service.api import ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
+from dlsched.service.controller import Controller
 from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.elastic_planning import ElasticPlanning
 from dlsched.service.elastic_setup import build_controller, create_service_policy, elastic_name
@@ -272,6 +273,16 @@ def test_a_rigid_service_refuses_elastic_jobs(tmp_path: Path) -> None:
     assert isinstance(ctl.planning, OrderingPlanning) and policy.name == "tiresias"
     problem = ctl.submission_problem(1, ElasticSpec("cifar10", 2, 32))
     assert problem is not None and problem.startswith("elastic:")
+    store.close()
+
+
+def test_options_a_policy_cannot_honour_are_refused(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.db")
+    cluster, backend = resolve_cluster("1x4"), FakeBackend(Clock())
+    with pytest.raises(ValueError, match=r"placement \(--placement\) 'random': elastic policy"):
+        build_controller(create_service_policy("pollux", {}), store, backend, cluster, "random")
+    with pytest.raises(ValueError, match="interval_s: policy 'fifo' plans at every cycle"):
+        Controller(store, backend, cluster, create_service_policy("fifo", {}), interval_s=60.0)
     store.close()
 
 

@@ -116,6 +116,16 @@ def check_lease(lease_s: float) -> None:
         raise ValueError(f"lease_s (--lease): must be a positive number of seconds, got {lease_s}")
 
 
+def check_placement(policy: Policy | ElasticPolicy, placement: str) -> None:
+    """ValueError naming the field unless ``policy`` can honour ``placement``: an elastic
+    policy places its jobs itself, so it takes only the default."""
+    if isinstance(policy, ElasticPolicy) and placement != DEFAULT_PLACEMENT:
+        raise ValueError(
+            f"placement (--placement) {placement!r}: elastic policy {policy.name!r} places "
+            "its jobs itself"
+        )
+
+
 class Controller:
     """Drives one store and one back end with one policy (see the module docstring): an
     ordering policy with the ``placement`` placer, or an elastic policy deciding every
@@ -167,12 +177,8 @@ class Controller:
         self._state = ClusterState(cluster, use_partitions=False)
         self.planning: Planning
         """How this controller plans with its policy (:mod:`dlsched.service.planning`)."""
+        check_placement(policy, placement)
         if isinstance(policy, ElasticPolicy):
-            if placement != DEFAULT_PLACEMENT:
-                raise ValueError(
-                    f"placement (--placement) {placement!r}: elastic policy {policy.name!r} "
-                    "places its jobs itself"
-                )
             self.planning = ElasticPlanning(policy, store, self._state, self, seed, interval_s)
         elif interval_s is not None:
             raise ValueError(
