@@ -20,7 +20,7 @@ from dlsched.policy.registry import create_policy, policies
 from dlsched.service.controller import Controller
 from dlsched.service.records import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
 from dlsched.service.store import Store
-from dlsched.sim.config import CheckpointConfig, SimConfig
+from dlsched.sim.config import CheckpointConfig, RestartCost, SimConfig
 from dlsched.sim.simulator import simulate
 from dlsched.trace.schema import JobSpec, Trace
 from tests.service.helpers import Clock, Harness, check_no_double_booking, make_harness
@@ -88,7 +88,7 @@ def test_live_schedule_equals_the_simulators(tmp_path: Path, policy: str) -> Non
     trace = Trace.from_jobs(
         [JobSpec(name, t, gpus, duration) for t, name, gpus, duration in arrivals]
     )
-    free = CheckpointConfig(one_gpu_s=0.0, node_s=0.0, multi_node_s=0.0)
+    free = CheckpointConfig(costs=RestartCost(one_gpu_s=0.0, node_s=0.0, multi_node_s=0.0))
     result = simulate(
         trace,
         resolve_cluster("2x4"),

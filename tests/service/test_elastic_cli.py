@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dlsched.cli.main import app
 from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.elastic_controller import ElasticController
+from dlsched.service.elastic_planning import ElasticPlanning
 from dlsched.service.server import Service, ServiceConfig
 from tests.service.helpers import serving
 
@@ -37,12 +37,13 @@ def server(tmp_path: Path, db_url: str) -> Iterator[tuple[list[str], Service]]:
 
 def test_submit_elastic_job(server: tuple[list[str], Service]) -> None:
     opts, service = server
-    assert isinstance(service.controller, ElasticController)
+    planning = service.controller.planning
+    assert isinstance(planning, ElasticPlanning)
     args = ["submit", "--elastic", "--application", "cifar10", "--gpus", "1", "--max-gpus", "4"]
     r = runner.invoke(app, [*args, "--batch-size", "32", *opts, "--", "sleep", "1"])
     assert r.exit_code == 0, r.output
     assert "submitted j1" in r.output
-    assert service.controller.book.spec(1) == ElasticSpec("cifar10", 4, 32)
+    assert planning.book.spec(1) == ElasticSpec("cifar10", 4, 32)
 
 
 @pytest.mark.parametrize(

@@ -16,12 +16,14 @@ from dlsched.backends.base import LaunchRequest
 from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.registry import elastic_policies
+from dlsched.elastic.types import Allocation, ClusterView
 from dlsched.service.api import ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
 from dlsched.service.controller import Controller
 from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.elastic_controller import ElasticController
+from dlsched.service.elastic_planning import ElasticPlanning
 from dlsched.service.elastic_setup import build_controller, create_service_policy, elastic_name
+from dlsched.service.planning import OrderingPlanning
 from dlsched.service.records import COMPLETED, PREEMPTING, NewJob
 from dlsched.service.store import Store
 from tests.service.helpers import Clock, check_no_double_booking
@@ -71,8 +73,9 @@ class Live:
             resolve_cluster(cluster),
             clock=self.clock,
         )
-        assert isinstance(ctl, ElasticController)
+        assert isinstance(ctl.planning, ElasticPlanning)
         self.ctl = ctl
+        self.planning = ctl.planning
         self.terminations: list[str] = []
         terminate = self.backend.terminate
 
@@ -126,7 +129,7 @@ def test_an_elastic_policy_resizes_a_running_job(tmp_path: Path, policy: str, db
         # and the new one runs with a new GPU count and the batch recorded for it.
         assert before.exit_code == 75 and before.end <= after.begin
         assert before.request.num_gpus != after.request.num_gpus
-        size = live.ctl.book.attempt(
+        size = live.planning.book.attempt(
             seq, int(after.request.request_id.split(".")[1]), live.ctl.service_id
         )
         assert size is not None
@@ -146,13 +149,13 @@ def test_measured_throughputs_reach_the_policy(tmp_path: Path) -> None:
     live = Live(tmp_path, "ones")
     seq = live.submit("measured")
     seen: list[Mapping[int, tuple[float, ...]]] = []
-    decide = live.ctl.elastic_policy.decide
+    decide = live.planning.policy.decide
 
     def spy(now: float, jobs: Any) -> Any:
         seen.extend(j.throughputs for j in jobs if j.index == seq)
         return decide(now, jobs)
 
-    live.ctl.elastic_policy.decide = spy  # type: ignore[method-assign]
+    live.planning.policy.decide = spy  # type: ignore[method-assign]
     live.run()
     sizes = {n for t in seen for n in t}
     assert len(sizes) >= 2, sizes
@@ -178,7 +181,7 @@ def test_pollux_sizes_a_job_by_its_measured_throughputs(tmp_path: Path, scaling:
     else:
         # The same throughput at 1 and 2 GPUs: at most one round at 4 GPUs, then shrunk.
         assert sizes[-1] <= 2 and at_four <= 60.0, (sizes, at_four, total)
-    measured = live.ctl.driver.perf
+    measured = live.planning.adapter.driver.perf
     assert measured.measured(seq) == {}  # dropped once the job completed
     check_no_double_booking(live.backend)
 
@@ -237,7 +240,7 @@ def test_api_stores_an_elastic_submission(api: tuple[TestClient, dict[str, str],
     client, auth, live = api
     r = client.post("/jobs", json=ELASTIC, headers=auth)
     assert r.status_code == 201, r.text
-    assert live.ctl.book.spec(1) == ElasticSpec("cifar10", 4, 32)
+    assert live.planning.book.spec(1) == ElasticSpec("cifar10", 4, 32)
 
 
 @pytest.mark.parametrize(
@@ -267,9 +270,19 @@ def test_a_rigid_service_refuses_elastic_jobs(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.db")
     policy = create_service_policy("tiresias", {})
     ctl = build_controller(policy, store, FakeBackend(Clock()), resolve_cluster("1x4"))
-    assert type(ctl) is Controller and policy.name == "tiresias"
+    assert isinstance(ctl.planning, OrderingPlanning) and policy.name == "tiresias"
     problem = ctl.submission_problem(1, ElasticSpec("cifar10", 2, 32))
     assert problem is not None and problem.startswith("elastic:")
+    store.close()
+
+
+def test_options_a_policy_cannot_honour_are_refused(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state.db")
+    cluster, backend = resolve_cluster("1x4"), FakeBackend(Clock())
+    with pytest.raises(ValueError, match=r"placement \(--placement\) 'random': elastic policy"):
+        build_controller(create_service_policy("pollux", {}), store, backend, cluster, "random")
+    with pytest.raises(ValueError, match="interval_s: policy 'fifo' plans at every cycle"):
+        Controller(store, backend, cluster, create_service_policy("fifo", {}), interval_s=60.0)
     store.close()
 
 
@@ -288,7 +301,7 @@ def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path, db_
         resolve_cluster("2x4"),
         clock=live.clock,
     )
-    assert isinstance(again, ElasticController)
+    assert isinstance(again.planning, ElasticPlanning)
     again.recover()
     live.ctl = again
     live.run()
@@ -299,7 +312,7 @@ def test_a_restarted_elastic_service_finishes_every_job_once(tmp_path: Path, db_
         assert kinds.count("completed") == 1
         for run in runs_of(live, f"j{seq}"):
             attempt = int(run.request.request_id.split(".")[1])
-            size = again.book.attempt(seq, attempt, again.service_id)
+            size = again.planning.book.attempt(seq, attempt, again.service_id)
             assert size is not None and size.batch_size == run.request.batch_size
     check_no_double_booking(live.backend)
 
@@ -333,3 +346,77 @@ def test_a_job_stored_without_its_elastic_spec_is_cancelled(tmp_path: Path) -> N
     got = live.store.get(row.seq)
     assert got is not None and got.state == "CANCELLED"
     assert live.backend.history == []
+
+
+@pytest.mark.parametrize("how", ["lost", "drained"])
+def test_an_elastic_policy_sees_a_down_node_and_moves_its_jobs_off_it(
+    tmp_path: Path, how: str
+) -> None:
+    """A lost node ends its runs at once; a drained one (as Slurm reports it) keeps them
+    running: either way the policy's next round sees it with no GPUs and moves its jobs."""
+    live = Live(tmp_path, "pollux", cluster="2x4")
+    policy = live.planning.policy
+    views: list[ClusterView] = []
+    answers: list[Mapping[str, Allocation]] = []
+    observe, decide = policy.observe, policy.decide
+
+    def seen(cluster: ClusterView) -> None:
+        views.append(cluster)
+        observe(cluster)
+
+    def answered(now: float, jobs: Any) -> Mapping[str, Allocation]:
+        answers.append(decide(now, jobs))
+        return answers[-1]
+
+    policy.observe = seen  # type: ignore[method-assign]
+    policy.decide = answered  # type: ignore[method-assign]
+    launched: list[LaunchRequest] = []
+    launch = live.backend.launch
+
+    def recorded(request: LaunchRequest) -> None:
+        launched.append(request)
+        launch(request)
+
+    live.backend.launch = recorded  # type: ignore[method-assign]
+    seqs = [live.submit(f"j{i}", gpus=2, max_gpus=4) for i in range(4)]
+    node = "node-001"
+    for _ in range(10):
+        live.ctl.step()
+        if any(node in r.request.gpu_ids for r in live.backend.runs.values()):
+            break
+        live.clock.now += 60.0
+    on_node = {r.request.job_id for r in live.backend.runs.values() if node in r.request.gpu_ids}
+    assert on_node, "the node was in use"
+    rounds_before, launches_before = len(views), len(launched)
+    if how == "lost":
+        live.backend.fail_node(node)
+    else:
+        live.backend.down.add(node)
+    live.ctl.step()  # settles what ended and decides again at once
+    assert len(views) > rounds_before, "no round right after the node was lost"
+    lost = {n.name: n for n in views[rounds_before].nodes}
+    assert (lost[node].gpus, lost[node].size) == (0, 4)
+    assert lost["node-000"].size == 4
+    position = lost[node].index
+    for _ in range(5):
+        live.clock.now += 60.0
+        live.ctl.step()
+    rounds_down, launches_down = len(views), len(launched)
+    live.backend.restore_node(node)
+    live.run()
+    while_down = answers[rounds_before:rounds_down]
+    assert while_down and all(
+        position not in dict(alloc.gpus) for answer in while_down for alloc in answer.values()
+    )
+    while_down_launched = launched[launches_before:launches_down]
+    assert all(node not in r.gpu_ids for r in while_down_launched)
+    # The jobs it had were stopped or lost, queued again, and ran elsewhere while it was down.
+    moved = {r.job_id for r in while_down_launched}
+    assert on_node <= moved, (on_node, moved)
+    # Once back, the node is offered again.
+    assert len(views) > rounds_down
+    assert {n.name: n.gpus for n in views[rounds_down].nodes}[node] > 0
+    for seq in seqs:
+        row = live.store.get(seq)
+        assert row is not None and row.state == COMPLETED
+    check_no_double_booking(live.backend)

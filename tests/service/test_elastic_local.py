@@ -16,10 +16,11 @@ import pytest
 
 from dlsched.backends.local import LocalBackend
 from dlsched.cluster.parse import resolve_cluster
+from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.registry import create_elastic_policy
 from dlsched.elastic.types import Allocation, JobInfo
+from dlsched.service.controller import Controller
 from dlsched.service.elastic_book import ElasticBook, ElasticSpec
-from dlsched.service.elastic_controller import ElasticController
 from dlsched.service.records import COMPLETED, FINAL, NewJob
 from dlsched.service.store import Store
 from dlsched.workloads.gpu_log import read_gpu_log
@@ -45,16 +46,15 @@ def train_command(epoch_samples: int) -> tuple[str, ...]:
 
 
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[tuple[Store, LocalBackend, ElasticController]]:
+def live(tmp_path: Path) -> Iterator[tuple[Store, LocalBackend, Controller]]:
     store = Store(tmp_path / "state.db")
     backend = LocalBackend(tmp_path / "jobs", store.instance)
-    ctl = ElasticController(
+    ctl = Controller(
         store,
         backend,
         resolve_cluster("1x4"),
         # A 1-s restart delay in Pollux's re-allocation factor: the jobs grow within seconds.
         create_elastic_policy("pollux", {"restart_delay_s": "1"}),
-        ElasticBook(store),
         grace_s=20.0,
         interval_s=3.0,
     )
@@ -65,17 +65,20 @@ def live(tmp_path: Path) -> Iterator[tuple[Store, LocalBackend, ElasticControlle
 
 @pytest.mark.slow
 def test_pollux_resizes_a_training_job_that_resumes_from_its_checkpoint(
-    live: tuple[Store, LocalBackend, ElasticController],
+    live: tuple[Store, LocalBackend, Controller],
 ) -> None:
     store, backend, ctl = live
+    book = ElasticBook(store)
+    policy = ctl.policy
+    assert isinstance(policy, ElasticPolicy)
     shown: list[JobInfo] = []
-    decide = ctl.elastic_policy.decide
+    decide = policy.decide
 
     def spy(now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
         shown.extend(jobs)
         return decide(now, jobs)
 
-    ctl.elastic_policy.decide = spy  # type: ignore[method-assign]
+    policy.decide = spy  # type: ignore[method-assign]
     seqs = []
     for name, samples in (("a", 4000), ("b", 2000)):
         spec = ElasticSpec("cifar10", 4, 16)
@@ -88,7 +91,7 @@ def test_pollux_resizes_a_training_job_that_resumes_from_its_checkpoint(
         assert time.monotonic() < end, [(r.id, r.state, r.restarts) for r in store.jobs()]
         ctl.step()
         for seq in seqs:
-            status = ctl._status.get(seq)
+            status = ctl.reported_status(seq)
             if status and (not reports[seq] or reports[seq][-1] != status):
                 reports[seq].append(dict(status))
         time.sleep(0.3)
@@ -106,7 +109,7 @@ def test_pollux_resizes_a_training_job_that_resumes_from_its_checkpoint(
         started = [(t, d["attempt"]) for t, k, d in store.events(seq) if k == "started"]
         assert len(runs) <= len(started) == rows[seq].restarts + 1
         attempts = [max(a for t, a in started if t <= run.start) for run in runs]
-        sizes = [ctl.book.attempt(seq, a, ctl.service_id) for a in attempts]
+        sizes = [book.attempt(seq, a, ctl.service_id) for a in attempts]
         assert all(size is not None for size in sizes)
         assert [len(r.gpus) for r in runs] == [s.gpus for s in sizes if s is not None]
         assert len({(s.gpus, s.batch_size) for s in sizes if s is not None}) > 1, sizes

@@ -1,13 +1,17 @@
 """The control loop's body: observe the back end, record outcomes, run the scheduling cycle on a
 snapshot of the store, and reconcile the :class:`~dlsched.scheduler.plan.Plan` with the back end.
 
-This is the live driver of the same core the simulator drives (one core, two drivers): the
-:class:`~dlsched.scheduler.cycle.Scheduler`, policy and placer objects are the registered ones,
-on the wall clock. The controller keeps a mirror of the store's active jobs (with their
+This is the live driver of the same core the simulator drives (one core, two drivers), for every
+policy: an ordering policy (FIFO, Tiresias, ...) plans through the simulator's
+:class:`~dlsched.scheduler.cycle.Scheduler` and a placer, an elastic policy (Pollux, ONES, ...)
+through an :class:`~dlsched.scheduler.allocation.AllocationScheduler` and the live allocation
+adapter; :mod:`dlsched.service.planning` holds what differs between them, and every plan, with
+its starts, preemptions and resizes, is applied by one reconcile path (:meth:`Controller.apply`).
+The controller keeps a mirror of the store's active jobs (with their
 :class:`~dlsched.service.live_job.LiveJob` views) and a :class:`~dlsched.cluster.state.ClusterState`
 of the GPUs they hold, refreshed at every step from the store's event log (every state change
 appends an event, so only changed jobs are re-read): the store stays the only source of truth,
-whoever changed it (API, this loop, or a previous run of the service). The Scheduler is kept
+whoever changed it (API, this loop, or a previous run of the service). The scheduler is kept
 across cycles and told of every submission, start, stop and finish through its ``on_*``
 notifications, as the simulator does; a change it has no notification for (a waiting job
 cancelled, a job first seen running after a restart) makes the next cycle rebuild it from the
@@ -21,8 +25,15 @@ crash between the two is repaired by the next step: back-end calls are idempoten
   killed after a preemption's grace period → PENDING (resumable, one more restart); anything
   else → FAILED with the reason; a PREEMPTING job whose process is gone for good is requeued;
 - a PREEMPTING job is (again) asked to stop: SIGTERM, then SIGKILL after the grace period;
-- preemptions of a plan are applied at once; a start whose GPUs are still held by a job that is
-  shutting down waits for a later cycle (the preempted job's exit triggers one);
+- preemptions of a plan are applied at once; so are its resizes to other GPUs, which are the
+  same stop through a checkpoint: the job exits 75, is requeued, and the plan of the cycle its
+  exit triggers starts it at the new size and configuration (an allocation policy's answer
+  stands until its next round). A resize to the GPUs the job holds changes its configuration
+  alone, which a live job cannot take without a restart: it is not applied;
+- a start waits for a later cycle while any of its GPUs is held (by a job shutting down, or by
+  an earlier start of the same plan) or on a node the back end reports down; the preempted
+  job's exit triggers one. This one check guards every start, so no GPU is held twice whatever
+  a policy answers;
 - requests the back end runs that belong to no job holding GPUs are stopped.
 
 Several services may share one store (see :mod:`dlsched.service.store`). A controller has a
@@ -36,7 +47,10 @@ services whose lease ran out (a service that died); a service restarted under th
 before its lease runs out adopts its own jobs.
 
 For non-preemptive policies the scheduler sees only waiting jobs in its queue (running jobs only
-hold their GPUs in the state); preemptive policies see running jobs as active jobs too.
+hold their GPUs in the state); preemptive ones, and allocation policies, see running jobs as
+active jobs too. A job stopping (PREEMPTING) holds its GPUs; an ordering policy's scheduler no
+longer sees it, an allocation policy's keeps it until it is queued again unless it is being
+cancelled (:attr:`Planning.keeps_stopping <dlsched.service.planning.Planning.keeps_stopping>`).
 """
 
 from __future__ import annotations
@@ -60,13 +74,15 @@ from dlsched.backends.base import (
 )
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
-from dlsched.placement.registry import create_placer
+from dlsched.elastic.policy import ElasticPolicy
 from dlsched.policy.base import Policy
-from dlsched.scheduler.cycle import Scheduler
+from dlsched.scheduler.plan import Plan
 from dlsched.service.elastic_book import ElasticSpec
+from dlsched.service.elastic_planning import ElasticPlanning
 from dlsched.service.estimates import DurationHistory
 from dlsched.service.live_job import LiveJob
 from dlsched.service.live_metrics import LiveMetrics
+from dlsched.service.planning import AnyScheduler, OrderingPlanning, Planning
 from dlsched.service.records import (
     CANCELLED,
     COMPLETED,
@@ -81,6 +97,7 @@ from dlsched.service.records import (
 from dlsched.service.store import Store
 
 DEFAULT_GRACE_S = 30.0
+DEFAULT_PLACEMENT = "consolidate"
 PROGRESS_SAVE_S = 10.0
 """How often (wall seconds) reported progress is written to the store: it is informational,
 kept in memory between saves, so thousands of running jobs cost no write per step."""
@@ -99,22 +116,36 @@ def check_lease(lease_s: float) -> None:
         raise ValueError(f"lease_s (--lease): must be a positive number of seconds, got {lease_s}")
 
 
+def check_placement(policy: Policy | ElasticPolicy, placement: str) -> None:
+    """ValueError naming the field unless ``policy`` can honour ``placement``: an elastic
+    policy places its jobs itself, so it takes only the default."""
+    if isinstance(policy, ElasticPolicy) and placement != DEFAULT_PLACEMENT:
+        raise ValueError(
+            f"placement (--placement) {placement!r}: elastic policy {policy.name!r} places "
+            "its jobs itself"
+        )
+
+
 class Controller:
-    """Drives one store and one back end with one policy (see the module docstring). Only
-    :meth:`step` and :meth:`recover` change anything; they must run on one thread."""
+    """Drives one store and one back end with one policy (see the module docstring): an
+    ordering policy with the ``placement`` placer, or an elastic policy deciding every
+    ``interval_s`` seconds (default: the policy's own interval; an ordering policy plans at
+    every cycle and takes no ``interval_s``). Only :meth:`step`, :meth:`apply` and
+    :meth:`recover` change anything; they must run on one thread."""
 
     def __init__(
         self,
         store: Store,
         backend: Backend,
         cluster: ClusterSpec,
-        policy: Policy,
-        placement: str = "consolidate",
+        policy: Policy | ElasticPolicy,
+        placement: str = DEFAULT_PLACEMENT,
         clock: Callable[[], float] = time.time,
         grace_s: float = DEFAULT_GRACE_S,
         seed: int = 0,
         service_id: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
+        interval_s: float | None = None,
     ) -> None:
         check_lease(lease_s)
         self.store = store
@@ -129,7 +160,6 @@ class Controller:
         self.placement = placement
         self.clock = clock
         self.grace_s = grace_s
-        self.placer = create_placer(placement, seed)
         self.node_names = [n.name for n in cluster.nodes]
         self.node_index = {name: i for i, name in enumerate(self.node_names)}
         self.total_gpus = sum(n.gpus for n in cluster.nodes)
@@ -138,14 +168,25 @@ class Controller:
         self.wake_at: float | None = None
         self.cycles = 0
         self.last_plan_ms = 0.0
-        """Time of the last cycle's planning alone (Scheduler.cycle, policy and placer)."""
+        """Time of the last cycle's planning alone (the scheduler's cycle and its policy)."""
+        self.resizes = 0
+        """Running jobs stopped to be started at another size (not counting preemptions)."""
         self._demands: dict[int, Demand] = {}
-        self._admission = Scheduler(
-            policy, create_placer(placement, seed), ClusterState(cluster, use_partitions=False)
-        )
         self._lock = threading.Lock()
         # The mirror of the store's active jobs (see the module docstring).
         self._state = ClusterState(cluster, use_partitions=False)
+        self.planning: Planning
+        """How this controller plans with its policy (:mod:`dlsched.service.planning`)."""
+        check_placement(policy, placement)
+        if isinstance(policy, ElasticPolicy):
+            self.planning = ElasticPlanning(policy, store, self._state, self, seed, interval_s)
+        elif interval_s is not None:
+            raise ValueError(
+                f"interval_s: policy {policy.name!r} plans at every cycle; only elastic "
+                "policies decide in rounds"
+            )
+        else:
+            self.planning = OrderingPlanning(policy, placement, seed, self._state)
         self._rows: dict[int, JobRow] = {}
         self._views: dict[int, LiveJob] = {}
         self._waiting: dict[int, LiveJob] = {}
@@ -155,7 +196,7 @@ class Controller:
         self._reported: dict[int, tuple[float | None, float | None]] = {}
         self._status: dict[int, Mapping[str, Any]] = {}
         self._down: frozenset[str] = frozenset()
-        self._sched: Scheduler | None = None
+        self._sched: AnyScheduler | None = None
         self._unsaved: set[int] = set()
         self._saved_at = time.monotonic()
         self._renewed_at = clock()
@@ -171,22 +212,16 @@ class Controller:
             d = self._demands[gpus] = Demand(gpus)
         return d
 
-    def infeasible_reason(self, gpus: int) -> str | None:
-        """Why a job of ``gpus`` GPUs could never run on this cluster, or None."""
-        with self._lock:
-            return self._admission.never_fits(0, self._demand(gpus))
-
     def submission_problem(self, gpus: int, elastic: ElasticSpec | None) -> str | None:
         """Why a submission of ``gpus`` GPUs (elastic if ``elastic`` is given) is refused,
-        naming the field, or None. This controller runs rigid jobs only."""
-        if elastic is not None:
-            return "elastic: this service's policy is not elastic; submit without --elastic"
-        reason = self.infeasible_reason(gpus)
-        return None if reason is None else f"infeasible: gpus={gpus}: {reason}"
+        naming the field, or None: an elastic policy takes elastic jobs only, an ordering
+        policy rigid jobs only."""
+        return self.planning.submission_problem(gpus, elastic)
 
     def submitted(self, seq: int, elastic: ElasticSpec | None) -> None:
-        """Called after job ``seq`` was stored by the API (elastic controllers record its
-        spec); nothing to do here."""
+        """Called after job ``seq`` was stored by the API (an elastic policy records its
+        spec)."""
+        self.planning.submitted(seq, elastic)
 
     def _placement(self, gpu_ids: GpuIds | None) -> Placement:
         return tuple((self.node_index[node], tuple(gpus)) for node, gpus in (gpu_ids or {}).items())
@@ -198,7 +233,7 @@ class Controller:
             job_id=row.id,
             command=row.command,
             gpu_ids={n: tuple(g) for n, g in (row.gpu_ids or {}).items()},
-            batch_size=row.batch_size,
+            batch_size=self.planning.batch_size(row),
             expected_duration_s=row.expected_duration_s,
         )
 
@@ -249,7 +284,8 @@ class Controller:
         seq, now, sched = row.seq, self.clock(), self._sched
         view = self._views.get(seq)
         if state == PENDING:
-            if was == RUNNING and view is not None:
+            if view is not None and view.running:
+                # It ran, or stopped while its policy kept it: it waits again.
                 view.stop(row.attained_gpu_s)
                 if sched is not None:
                     sched.on_stopped(view, now)
@@ -270,25 +306,33 @@ class Controller:
             else:
                 self._views[seq] = self._view(row, placement)
                 self._sched = None
+        elif (
+            state == PREEMPTING
+            and view is not None
+            and view.running
+            and self.planning.keeps_stopping
+            and not row.cancel_requested
+        ):
+            pass  # stopped by its plan: still its policy's job (module docstring)
         else:
             # PREEMPTING, final or elsewhere: the job leaves the scheduler (a preempting job
             # keeps its GPUs in the state until its process is gone, but is not schedulable).
-            if was == RUNNING and view is not None:
+            if view is not None and view.running:
                 if sched is not None:
-                    sched.on_finished(view)
+                    sched.on_finished(view, now)
             elif was == PENDING:
                 self._sched = None
             self._views.pop(seq, None)
 
-    def _scheduler(self, now: float) -> Scheduler:
+    def _scheduler(self, now: float) -> AnyScheduler:
         """The persistent scheduler, rebuilt from the mirror when needed."""
         if self._sched is not None:
             return self._sched
-        sched = self._sched = Scheduler(self.policy, self.placer, self._state)
+        sched = self._sched = self.planning.scheduler()
         for view in self._views.values():
             if not view.running:
                 sched.on_submitted(view, now)
-            elif self.policy.preemptive:
+            elif self.planning.preemptive:
                 # Running jobs are active jobs of a preemptive policy; a non-preemptive one
                 # only queues waiting jobs (its running counters are not used here).
                 sched.on_submitted(view, now)
@@ -403,23 +447,26 @@ class Controller:
         with self._lock:
             return dict(self._reported)
 
+    def row(self, seq: int) -> JobRow | None:
+        """Job ``seq``'s row as of the last sync, while it is active here (else None)."""
+        return self._rows.get(seq)
+
+    def reported_status(self, seq: int) -> Mapping[str, Any] | None:
+        """The latest status job ``seq`` reported while it ran here (None if none)."""
+        return self._status.get(seq)
+
     def down_nodes(self) -> frozenset[str]:
         """The nodes the back end reported lost, drained or down at the last cycle."""
         with self._lock:
             return self._down
 
-    def _observe_unavailable_nodes(self) -> frozenset[str]:
-        """Ask the back end which nodes take no new job now, and remember the answer for
-        ``down_nodes``."""
+    def _exclude_unavailable_nodes(self) -> None:
+        """Ask the back end which nodes take no new job now (remembered for
+        :meth:`down_nodes`), keep them out of the plans (a node still holding jobs is taken
+        out once they leave it) and bring them back when they return."""
         down = self.backend.unavailable_nodes()
         with self._lock:
             self._down = down
-        return down
-
-    def _exclude_unavailable_nodes(self) -> None:
-        """Keep nodes the back end reports lost or drained out of the plans (a node still
-        holding jobs is taken out once they leave it) and bring them back when they return."""
-        down = self._observe_unavailable_nodes()
         state = self._state
         for node, name in enumerate(state.node_names):
             up = name not in down
@@ -429,22 +476,38 @@ class Controller:
     def _cycle(self, now: float) -> None:
         began = perf_counter()
         self._exclude_unavailable_nodes()
-        sched = self._scheduler(now)
-        plan = sched.cycle(0, now)
+        plan = self._scheduler(now).cycle(0, now)
         self.last_plan_ms = (perf_counter() - began) * 1000.0
+        taken = self.apply(plan, now)
+        self.wake_at = plan.wake_at
+        busy = len(self._cells) + taken
+        self.metrics.sample(now, busy / max(1, self.total_gpus), len(self._waiting))
+
+    def apply(self, plan: Plan, now: float) -> int:
+        """Reconcile ``plan`` with the store and the back end, whichever policy made it (the
+        rules of the module docstring): its preemptions, then its resizes (a resize to other
+        GPUs is a stop through a checkpoint, and counts in :attr:`resizes`), then its starts,
+        each after :meth:`start_blocked` and the planning's record of what the attempt runs
+        with. Returns the GPUs its starts took."""
         for job in plan.preempts:
-            row = self._rows[job.seq]
-            if self.store.mark_preempting(row.seq, row.attempt, now):
-                self.backend.terminate(row.request_id, self.grace_s)
+            self._stop(job.seq, now)
+        for resize in plan.resizes:
+            if resize.placement != self._held.get(resize.job.seq) and self._stop(
+                resize.job.seq, now
+            ):
+                self.resizes += 1
         taken: set[tuple[int, int]] = set()
         for start in plan.starts:
+            job = start.job
             cells = {(n, g) for n, gs in start.placement for g in gs}
-            if cells & taken or any(c in self._cells for c in cells):
-                # GPUs still held by a job shutting down: start it in a later cycle.
-                sched.on_requeued(start.job, now)
+            row = self._rows.get(job.seq)
+            if row is None or self.start_blocked(cells, taken):
+                if self._sched is not None:
+                    self._sched.on_requeued(job, now)
                 continue
+            self.planning.starting(start, row, self.service_id)
             gpu_ids = {self.node_names[n]: list(gs) for n, gs in start.placement}
-            new = self.store.mark_started(start.job.seq, gpu_ids, now, self.service_id)
+            new = self.store.mark_started(job.seq, gpu_ids, now, self.service_id)
             if new is None:
                 self._sched = None  # withdrawn meanwhile (cancelled): rebuild the queue
                 continue
@@ -452,14 +515,32 @@ class Controller:
             with self._lock:
                 self._waiting.pop(new.seq, None)
             self.backend.launch(self.request_for(new))
-        self.wake_at = plan.wake_at
-        busy = len(self._cells) + len(taken)
-        self.metrics.sample(now, busy / max(1, self.total_gpus), len(self._waiting))
+        return len(taken)
+
+    def start_blocked(self, cells: set[tuple[int, int]], taken: set[tuple[int, int]]) -> bool:
+        """Whether a start on GPUs ``cells`` ((node index, GPU) pairs) must wait: one of them
+        is held by a job (running, or shutting down) or in ``taken`` (by an earlier start of
+        the same plan), or on a node the back end reports down. The one check every start of
+        every plan passes, so no GPU is ever held twice."""
+        if cells & taken:
+            return True
+        down = self._down
+        return any(c in self._cells or self.node_names[c[0]] in down for c in cells)
+
+    def _stop(self, seq: int, now: float) -> bool:
+        """Stop running job ``seq`` through a checkpoint: RUNNING → PREEMPTING, then SIGTERM
+        (SIGKILL after the grace period). False if it was not running (already stopping,
+        or gone)."""
+        row = self._rows.get(seq)
+        if row is None or not self.store.mark_preempting(row.seq, row.attempt, now):
+            return False
+        self.backend.terminate(row.request_id, self.grace_s)
+        return True
 
     def _view(self, row: JobRow, placement: Placement | None) -> LiveJob:
         duration = row.expected_duration_s
         estimate = duration
-        if estimate is None and self.policy.needs_estimate:
+        if estimate is None and self.planning.needs_estimate:
             estimate = self.history.estimate(row.name, row.user)
         return LiveJob(
             row.seq,
@@ -471,6 +552,7 @@ class Controller:
             placement,
             row.run_start,
             row.attained_gpu_s,
+            self.planning.kind,
         )
 
     def queue_ranks(self) -> dict[int, int]:
@@ -478,7 +560,8 @@ class Controller:
         with self._lock:
             waiting = list(self._waiting.values())
         now = self.clock()
-        keyed = sorted(waiting, key=lambda v: self.policy.key(v, now))
+        rank_key = self.planning.rank_key
+        keyed = sorted(waiting, key=lambda v: rank_key(v, now))
         return {v.seq: i for i, v in enumerate(keyed, 1)}
 
 

@@ -1,10 +1,11 @@
-"""The live side of an elastic policy: what it is told each round, and what it answered.
+"""What an elastic policy run live is told of its jobs.
 
 :class:`ElasticDriver` holds one :class:`~dlsched.elastic.policy.ElasticPolicy` (the object the
-elastic simulator uses, bound once to the cluster and a :class:`~dlsched.perf.perfbook.PerfBook`)
-and, for every active elastic job, what the service has learnt of it. Each round
-:meth:`ElasticDriver.decide` builds the policy's :class:`~dlsched.elastic.types.JobInfo` views
-and returns the policy's allocations, validated and capped at each job's ``max_gpus``.
+simulator uses, bound once to the cluster at full size and a
+:class:`~dlsched.perf.perfbook.PerfBook`) and, for every active elastic job, what the service has
+learnt of it; each round :meth:`ElasticDriver.info` builds the policy's
+:class:`~dlsched.elastic.types.JobInfo` views (the round itself is
+:class:`~dlsched.service.elastic_planning.LiveElasticAdapter`'s).
 
 How a live job is shown to the policy (the job is a scaled-down run of its profiled
 ``application``): its reported fraction done maps onto the application's progress and epochs
@@ -37,7 +38,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dlsched.cluster.spec import ClusterSpec
-from dlsched.elastic.policy import ElasticPolicy, validate
+from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo, cluster_view
 from dlsched.perf.elastic_progress import THROUGHPUT_HISTORY
 from dlsched.perf.profiles import load_profile
@@ -120,7 +121,6 @@ class ElasticDriver:
         self.perf = LivePerfBook()
         policy.bind(self.view, self.perf, seed)
         self.tracks: dict[int, JobTrack] = {}
-        self.rounds = 0
 
     def allocation_of(self, gpu_ids: GpuIds | None, batch_size: int) -> Allocation | None:
         """A running job's GPUs as an :class:`Allocation` (None when it holds none)."""
@@ -258,21 +258,6 @@ class ElasticDriver:
         if out:
             self.policy.finished(out)
 
-    def decide(
-        self, now: float, jobs: Sequence[LiveElasticJob]
-    ) -> tuple[list[JobInfo], dict[str, Allocation]]:
-        """One round: the views shown to the policy and its allocations by job id (validated
-        against the cluster, each cut to its job's ``max_gpus``)."""
-        infos = [self.info(j, now) for j in jobs]
-        answer = self.policy.decide(now, infos)
-        validate(self.policy.name, answer, infos, self.view)
-        caps = {j.row.id: j.spec.max_gpus for j in jobs}
-        self.rounds += 1
-        return infos, {name: _cap(a, caps[name]) for name, a in answer.items()}
-
-    def node_name(self, index: int) -> str:
-        return self.view.nodes[index].name
-
 
 def profile_metric(application: str, epoch: int, global_bsz: int) -> float:
     """The validation metric ``application``'s profile records after ``epoch`` at the validated
@@ -288,18 +273,6 @@ def per_gpu_batch(alloc: Allocation) -> int:
     micro-steps (the training workload has no gradient accumulation, so it takes the same
     examples per optimizer step in one micro-step)."""
     return alloc.local_bsz * (alloc.accum_steps + 1)
-
-
-def _cap(alloc: Allocation, cap: int) -> Allocation:
-    if alloc.num_gpus <= cap:
-        return alloc
-    left, kept = cap, []
-    for node, count in alloc.gpus:
-        take = min(count, left)
-        if take > 0:
-            kept.append((node, take))
-        left -= take
-    return Allocation(tuple(kept), alloc.local_bsz, alloc.accum_steps, alloc.adaptive)
 
 
 def _number(value: object) -> float | None:

@@ -1,6 +1,6 @@
-"""Which controller a service runs: rigid policies drive the simulator's Scheduler; elastic
-ones (:mod:`dlsched.elastic.policies`) drive the
-:class:`~dlsched.service.elastic_controller.ElasticController`.
+"""Which policy a service runs, and its controller: one
+:class:`~dlsched.service.controller.Controller` for every policy, planning with an ordering
+policy's scheduler and placer or an elastic policy's rounds (:mod:`dlsched.service.planning`).
 
 A ``--policy`` name resolves to an elastic policy when it is written ``elastic:NAME`` or when
 only the elastic registry has it (``ones``, ``pollux``, ``optimus``, ``gavel``, ``themis``);
@@ -18,9 +18,12 @@ from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
 from dlsched.policy.base import Policy
 from dlsched.policy.registry import create_policy, policies
-from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S, Controller
-from dlsched.service.elastic_book import ElasticBook
-from dlsched.service.elastic_controller import ElasticController
+from dlsched.service.controller import (
+    DEFAULT_GRACE_S,
+    DEFAULT_LEASE_S,
+    DEFAULT_PLACEMENT,
+    Controller,
+)
 from dlsched.service.store import Store
 
 ELASTIC_PREFIX = "elastic:"
@@ -49,30 +52,17 @@ def build_controller(
     store: Store,
     backend: Backend,
     cluster: ClusterSpec,
-    placement: str = "consolidate",
+    placement: str = DEFAULT_PLACEMENT,
     clock: Callable[[], float] = time.time,
     grace_s: float = DEFAULT_GRACE_S,
     round_s: float | None = None,
     service_id: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
 ) -> Controller:
-    """The controller that runs ``policy``: an :class:`ElasticController` deciding every
-    ``round_s`` seconds (default: the policy's interval) for an elastic policy, else the rigid
-    :class:`Controller`; ``service_id`` (default: the store's instance id) owns the attempts
-    it starts."""
-    if isinstance(policy, ElasticPolicy):
-        return ElasticController(
-            store,
-            backend,
-            cluster,
-            policy,
-            ElasticBook(store),
-            clock=clock,
-            grace_s=grace_s,
-            interval_s=round_s,
-            service_id=service_id,
-            lease_s=lease_s,
-        )
+    """The controller that runs ``policy``: an elastic one deciding every ``round_s`` seconds
+    (default: the policy's interval), an ordering one with the ``placement`` placer;
+    ``service_id`` (default: the store's instance id) owns the attempts it starts."""
+    elastic = isinstance(policy, ElasticPolicy)
     return Controller(
         store,
         backend,
@@ -83,4 +73,5 @@ def build_controller(
         grace_s=grace_s,
         service_id=service_id,
         lease_s=lease_s,
+        interval_s=round_s if elastic else None,
     )

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 
 from dlsched.cluster.state import Demand, Placement
+from dlsched.perf.model import RIGID
 
 
 class LiveJob:
-    """A read-only view of one active job at one cycle (see the module docstring). Live jobs
-    run on the resources they asked for: kind 0 (rigid) and no CPU/memory split."""
+    """A read-only view of one active job at one cycle (see the module docstring): of job kind
+    ``kind`` (:data:`dlsched.perf.model.KIND_NAMES`), with no CPU/memory split."""
 
-    kind = 0
     split = None
 
     __slots__ = (
@@ -27,6 +27,7 @@ class LiveJob:
         "estimate",
         "gpus",
         "job_id",
+        "kind",
         "placement",
         "pool",
         "run_start",
@@ -46,8 +47,10 @@ class LiveJob:
         placement: Placement | None,
         run_start: float | None,
         attained_base: float,
+        kind: int = RIGID,
     ) -> None:
         self.seq = seq
+        self.kind = kind
         self.job_id = job_id
         self.submit_time = submit_time
         self.demand = demand
