@@ -220,8 +220,8 @@ def gpu_ids_for(
 ) -> dict[JobView, Placement]:
     """Concrete GPUs for wanted GPU counts per node (node index → count; a count may be 0 for
     a node holding only CPU tasks). A job keeps its GPUs on a node where it wants as many as
-    it holds; the others take, lowest index first, GPUs that are wholly free or held by a
-    ``running`` job of this policy (which gives them up or keeps them first)."""
+    it holds; the others take GPUs that are wholly free (lowest index first), then GPUs held by
+    a ``running`` job of this policy that gives them up."""
     holding: dict[JobView, dict[int, tuple[int, ...]]] = {
         job: dict(job.placement) for job in running if job.placement is not None
     }
@@ -247,16 +247,16 @@ def gpu_ids_for(
             if node in chosen:
                 continue
             taken = kept.setdefault(node, set())
-            free = [
-                g
-                for g, milli in enumerate(state.free_milli[node])
-                if g not in taken and (milli == WHOLE or g in released.get(node, ()))
-            ]
+            # Wholly free GPUs first: live, a GPU another job gives up is free only once that
+            # job has checkpointed and stopped.
+            fm = state.free_milli[node]
+            free = [g for g, milli in enumerate(fm) if g not in taken and milli == WHOLE]
+            free += [g for g in sorted(released.get(node, ())) if g not in taken and fm[g] != WHOLE]
             if len(free) < k:
                 raise RuntimeError(
                     f"node {state.node_names[node]}: {k} GPUs wanted, {len(free)} usable"
                 )
-            ids = tuple(free[:k])
+            ids = tuple(sorted(free[:k]))
             taken.update(ids)
             chosen[node] = ids
     return {job: tuple(sorted(nodes.items())) for job, nodes in out_nodes.items()}
