@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement, Split
-from dlsched.scheduler.cycle import PoolQueues
+from dlsched.scheduler.cycle import PoolQueues, Scheduler
 from dlsched.scheduler.plan import EMPTY_PLAN, JobConfig, Plan, Resize, Start
 from dlsched.scheduler.view import JobView
 
@@ -260,3 +260,7 @@ def gpu_ids_for(
             taken.update(ids)
             chosen[node] = ids
     return {job: tuple(sorted(nodes.items())) for job, nodes in out_nodes.items()}
+
+
+AnyScheduler = Scheduler | AllocationScheduler
+"""Either scheduler a driver runs: an ordering policy's or an allocation policy's."""

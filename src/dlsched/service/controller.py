@@ -76,13 +76,14 @@ from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
 from dlsched.elastic.policy import ElasticPolicy
 from dlsched.policy.base import Policy
+from dlsched.scheduler.allocation import AnyScheduler
 from dlsched.scheduler.plan import Plan
 from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.elastic_planning import ElasticPlanning
 from dlsched.service.estimates import DurationHistory
 from dlsched.service.live_job import LiveJob
 from dlsched.service.live_metrics import LiveMetrics
-from dlsched.service.planning import AnyScheduler, OrderingPlanning, Planning
+from dlsched.service.planning import OrderingPlanning, Planning
 from dlsched.service.records import (
     CANCELLED,
     COMPLETED,

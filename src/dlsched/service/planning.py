@@ -33,14 +33,12 @@ from dlsched.cluster.state import ClusterState, Demand
 from dlsched.perf.model import RIGID
 from dlsched.placement.registry import create_placer
 from dlsched.policy.base import Key, Policy
-from dlsched.scheduler.allocation import AllocationScheduler
+from dlsched.scheduler.allocation import AnyScheduler
 from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import Start
 from dlsched.scheduler.view import JobView
 from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.records import JobRow
-
-AnyScheduler = Scheduler | AllocationScheduler
 
 
 class JobBoard(Protocol):

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
 from dlsched.cluster.state import ClusterState
-from dlsched.elastic.policy import ElasticPolicy, validate
+from dlsched.elastic.policy import ElasticPolicy
+from dlsched.elastic.round import decide_round, round_view
 from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo, NodeView
 from dlsched.perf.elastic_progress import BatchSetting, ElasticModel, ElasticState
 from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
@@ -135,19 +136,11 @@ class ElasticAdapter(AllocationAdapter):
             policy.finished(done)
             self._finished[pool] = []
         gpus_of = dict(zip(self.state.pool_nodes[pool], available, strict=True))
-        full = self.views[pool]
-        view = ClusterView(
-            tuple(
-                NodeView(n.index, n.name, gpus_of[members[n.index]], n.gpu_type, n.variant, n.size)
-                for n in full.nodes
-            )
-        )
-        policy.observe(view)
+        view = round_view(self.views[pool], [gpus_of[n] for n in members])
         running = [j for j in sims if j.running]
         moved = displaced(running, self.state.pool_nodes[pool], available)
         infos = [self.info(job, now, job in moved) for job in sims]
-        answer = policy.decide(now, infos)
-        validate(policy.name, answer, infos, view)
+        answer = decide_round(policy, now, infos, view)
         by_name = {job.job_id: job for job in sims}
         counts: dict[JobView, dict[int, int]] = {}
         for name, alloc in answer.items():

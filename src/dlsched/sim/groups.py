@@ -32,15 +32,13 @@ from dlsched.ps.machines import Machine
 from dlsched.ps.policies import POLICY_NAMES as PS_POLICY_NAMES
 from dlsched.ps.policies import make_policy as make_ps_policy
 from dlsched.registry import build, lookup
-from dlsched.scheduler.allocation import AllocationScheduler
+from dlsched.scheduler.allocation import AllocationScheduler, AnyScheduler
 from dlsched.scheduler.cycle import KindPlacer, Scheduler
 from dlsched.sim.elastic_adapter import ElasticAdapter
 from dlsched.sim.ps_adapter import PsAdapter, PsPlacer
 
 ALLOCATION_KINDS = {ELASTIC: "elastic", PS: "ps"}
 RANK_ORDER = (RIGID, PS, ELASTIC)
-
-AnyScheduler = Scheduler | AllocationScheduler
 
 
 class PolicyChoiceError(ValueError):
