@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import types
+
+import pytest
 
 import dlsched
 
@@ -36,10 +40,27 @@ def test_exported_names_are_exactly_the_curated_set() -> None:
     assert set(dlsched.__all__) == EXPECTED
     public = {
         n
-        for n, v in vars(dlsched).items()
-        if not n.startswith("_") and not isinstance(v, types.ModuleType)
+        for n in dir(dlsched)
+        if not n.startswith("_") and not isinstance(getattr(dlsched, n), types.ModuleType)
     }
     assert public == EXPECTED - {"__version__"}
+
+
+def test_names_are_imported_on_first_use() -> None:
+    """``import dlsched`` pulls in no simulator (every command pays for what it imports);
+    each name then resolves to the object its module defines."""
+    code = (
+        "import sys, dlsched\n"
+        "heavy = [m for m in ('dlsched.sim.simulator', 'dlsched.runner', 'pyarrow', 'numpy')"
+        " if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "from dlsched.sim.simulator import simulate\n"
+        "assert dlsched.simulate is simulate\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = dlsched.nothing  # type: ignore[attr-defined]
 
 
 def test_every_export_is_documented() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from dlsched.cli.columns import two_columns
 from dlsched.cluster.builtin import list_builtin_clusters
 from dlsched.elastic.registry import elastic_policies
 from dlsched.placement.registry import placers
@@ -18,29 +19,25 @@ list_app = typer.Typer(
 @list_app.command("policies")
 def list_policies() -> None:
     """Registered scheduling policies."""
-    for name, cls in sorted(policies().items()):
-        typer.echo(f"{name:12s} {cls.description}")
+    typer.echo(two_columns((name, cls.description) for name, cls in sorted(policies().items())))
     typer.echo("elastic (traces of application-described jobs, e.g. Pollux workloads):")
-    for name, elastic in sorted(elastic_policies().items()):
-        typer.echo(f"{name:12s} {elastic.description}")
+    typer.echo(two_columns((n, p.description) for n, p in sorted(elastic_policies().items())))
 
 
 @list_app.command("placements")
 def list_placements() -> None:
     """Registered placers."""
-    for name, cls in sorted(placers().items()):
-        typer.echo(f"{name:12s} {cls.description}")
+    typer.echo(two_columns((name, cls.description) for name, cls in sorted(placers().items())))
 
 
 @list_app.command("clusters")
 def list_clusters() -> None:
     """Built-in cluster specifications."""
-    for name, text in sorted(list_builtin_clusters().items()):
-        typer.echo(f"{name:14s} {text}")
+    typer.echo(two_columns(sorted(list_builtin_clusters().items())))
 
 
 @list_app.command("power-managers")
 def list_power_managers() -> None:
     """Node power managers for ``simulate --power-manager``."""
-    for name, cls in sorted(power_managers().items()):
-        typer.echo(f"{name:12s} {cls.description}")
+    managers = sorted(power_managers().items())
+    typer.echo(two_columns((name, cls.description) for name, cls in managers))

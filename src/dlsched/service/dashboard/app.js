@@ -281,6 +281,7 @@ function render(jobs, cluster, metrics) {
     td(duration(j.start_time !== null ? j.start_time - j.submit_time : null), "num"),
     td(j.restarts, "num"),
     td(clock(j.end_time)),
+    td(j.state === "COMPLETED" ? "" : j.reason || "", "reason"),
   ]);
 
   renderChart("chart-utilization", metrics.utilization || [], {
