@@ -14,16 +14,15 @@ from collections.abc import Iterable
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "analysis": ("matplotlib",),
-    "predict": ("lightgbm", "sklearn"),
+    "predict": ("lightgbm",),
     "elastic": ("sklearn",),
     "service": ("fastapi", "uvicorn", "httpx"),
     "postgres": ("psycopg",),
     "ray": ("ray",),
     "train": ("torch",),
 }
-"""Extra name -> the importable top-level modules it installs (see pyproject.toml)."""
+"""Extra name -> the top-level modules of it that dlsched imports (see pyproject.toml)."""
 
-# Later entries win: scikit-learn is hinted as 'elastic', the extra that brings only it.
 PROVIDER = {module: extra for extra, modules in EXTRAS.items() for module in modules}
 """Module -> the extra to install for it, for a hint after an unexpected import failure."""
 

@@ -99,8 +99,12 @@ def _check_inputs(
         if not source.exists():
             continue
         source = source.resolve()
-        if source == target or target in source.parents:
-            raise error(f"{out}: is an input of this command ({item}); write the output elsewhere")
+        if source == target:
+            raise error(f"{out}: is an input of this command; write the output elsewhere")
+        if target in source.parents:
+            raise error(
+                f"{out}: holds {item}, an input of this command; write the output elsewhere"
+            )
 
 
 @dataclass(frozen=True)
@@ -115,8 +119,11 @@ class DirKind:
     def check(
         self, out: str | Path, force: bool, inputs: Iterable[str | os.PathLike[str]] = ()
     ) -> None:
-        """Raise ``error`` if writing ``out`` would break the rule (module docstring)."""
+        """Raise ``error`` if writing ``out`` would break the rule (module docstring). What
+        crashed writes of ``out`` left behind is cleared first (:func:`clear_leftovers`), so
+        the answer is about the output as the last complete write left it."""
         out = Path(out)
+        clear_leftovers(out)
         _check_inputs(out, inputs, self.error)
         if not out.exists() and not out.is_symlink():
             return
@@ -138,7 +145,6 @@ class DirKind:
         then takes the place of ``out`` (checked first, see :meth:`check`). If anything fails,
         the sibling is removed and an earlier ``out`` is left as it was."""
         out = Path(out)
-        clear_leftovers(out)
         self.check(out, force)
         out.parent.mkdir(parents=True, exist_ok=True)
         # os.mkdir (unlike tempfile.mkdtemp, which makes 0700 directories) honours the umask,
@@ -177,8 +183,10 @@ class FileKind:
     def check(
         self, out: str | Path, force: bool, inputs: Iterable[str | os.PathLike[str]] = ()
     ) -> None:
-        """Raise ``error`` if writing ``out`` would break the rule (module docstring)."""
+        """Raise ``error`` if writing ``out`` would break the rule (module docstring), after
+        clearing what crashed writes of ``out`` left (:func:`clear_leftovers`)."""
         out = Path(out)
+        clear_leftovers(out)
         _check_inputs(out, inputs, self.error)
         if not out.exists() and not out.is_symlink():
             return
@@ -193,7 +201,6 @@ class FileKind:
         """Write ``out`` through ``write(tmp)`` after :meth:`check` (see
         :func:`write_file_atomic`)."""
         out = Path(out)
-        clear_leftovers(out)
         self.check(out, force)
         return write_file_atomic(out, b"", write)
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import signal
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 from dlsched.backends.base import Backend
 from dlsched.backends.factory import BACKENDS, create_backend
@@ -198,10 +200,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _StopRequested(Exception):
+    """SIGTERM reached the service after the HTTP server shut down (see :func:`serve`)."""
+
+
+def _stop_requested(signum: int, frame: FrameType | None) -> None:
+    raise _StopRequested
+
+
 def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> None:
-    """Run the service until interrupted; ``announce`` receives the startup lines (URL,
-    token file). The address is taken first: if it is in use (:class:`PortInUse`), nothing
-    (store, token file, work directory) has been created."""
+    """Run the service until interrupted (Ctrl-C or SIGTERM: it then stops its loop and its
+    server, closes the store and back end, and returns); ``announce`` receives the startup
+    lines (URL, token file). The address is taken first: if it is in use
+    (:class:`PortInUse`), nothing (store, token file, work directory) has been created."""
     import uvicorn
 
     sock = bind(config.host, config.port)
@@ -222,7 +233,15 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
             f"store {service.store.label}, service id {service.service_id}"
         )
         server = uvicorn.Server(uvicorn.Config(service.app, log_level="warning", access_log=False))
-        server.run(sockets=[sock])
+        # uvicorn shuts down gracefully on SIGINT/SIGTERM and then raises the signal again:
+        # turn that into a normal return, so the clean-up below runs and the exit status is 0.
+        previous = signal.signal(signal.SIGTERM, _stop_requested)
+        try:
+            server.run(sockets=[sock])
+        except (KeyboardInterrupt, _StopRequested):
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         service.stop()
         sock.close()
