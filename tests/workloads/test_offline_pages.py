@@ -11,18 +11,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import pytest
-
+from tests.workloads.browser import MARKS, launch, sync_api
 from tests.workloads.service_helpers import running_service
 
-CHROMIUM = Path("/usr/lib/chromium/chromium")
-
-sync_api = pytest.importorskip("playwright.sync_api")
-pytest.importorskip("fastapi")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs apt-get install -y chromium"),
-]
+pytestmark = MARKS
 
 
 def test_docs_and_dashboard_work_offline_and_show_why_a_job_failed(tmp_path: Path) -> None:
@@ -33,9 +25,7 @@ def test_docs_and_dashboard_work_offline_and_show_why_a_job_failed(tmp_path: Pat
         assert reason
         host = urlparse(service.url).hostname
         with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-            )
+            browser = launch(p)
             try:
                 page = browser.new_page()
                 page.set_default_timeout(60_000)

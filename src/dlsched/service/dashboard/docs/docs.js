@@ -1,19 +1,7 @@
 // The service's API reference, drawn from its own /openapi.json: no build step, no network
 // beyond the service itself (the page works on a machine without internet). Every value from
-// the document is inserted as text, never as HTML.
+// the document is inserted as text, never as HTML (el, from ../dom.js).
 "use strict";
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === null || value === undefined) continue;
-    if (key === "text") node.textContent = value;
-    else if (key === "className") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
-}
 
 // A JSON schema as a short type: resolves $ref to the component's name, unions with " | ".
 function typeOf(schema) {
