@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import subprocess
 import sys
 import types
@@ -67,3 +69,12 @@ def test_every_export_is_documented() -> None:
     for name in EXPECTED - {"__version__"}:
         obj = getattr(dlsched, name)
         assert obj.__doc__ and obj.__doc__.strip(), f"{name} has no docstring"
+
+
+@pytest.mark.parametrize("package", ["dlsched", "dlsched.trace"])
+def test_no_lazy_name_is_also_a_submodule(package: str) -> None:
+    """Importing a submodule sets the package attribute of its name: a lazily exported name
+    equal to a submodule's would then be the module, not the exported object."""
+    module = importlib.import_module(package)
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(module.__all__)

@@ -302,7 +302,7 @@ def test_rewriting_a_run_needs_force(tmp_path: Path, small_run: Path) -> None:
     before = snapshot(small_run)
     refused = invoke(*args, "--out", small_run)
     assert refused.exit_code == 2
-    assert f"{small_run}: already exists (a run directory); pass --force" in refused.stderr
+    assert f"{small_run}: already exists (run directory); pass --force" in refused.stderr
     assert snapshot(small_run) == before
     result = invoke(*args, "--out", small_run, "--force")
     assert result.exit_code == 0, result.output

@@ -38,8 +38,9 @@ TokenOpt = Annotated[
 
 
 @contextmanager
-def _client(url: str | None, token_file: Path | None, command: str) -> Iterator[ServiceClient]:
-    require(f"dlsched {command}", "service")
+def _client(url: str | None, token_file: Path | None) -> Iterator[ServiceClient]:
+    """A client of the service (callers first :func:`require` the service extra, naming
+    themselves in the message)."""
     from dlsched.service.client import ClientError, ServiceClient, resolve_endpoint
 
     try:
@@ -188,7 +189,8 @@ def submit(
         body["application"] = application
     if max_gpus is not None:
         body["max_gpus"] = max_gpus
-    with _client(url, token_file, "submit") as client:
+    require("dlsched submit", "service")
+    with _client(url, token_file) as client:
         job = client.submit(body)
     typer.echo(f"submitted {job['id']} ({job['name']}, {job['gpus']} GPUs)")
 
@@ -212,7 +214,8 @@ def jobs(
 ) -> None:
     """List jobs: queue, running and finished, with the GPUs they hold (an elastic job: its
     current count, and the requested one beside it when they differ) and their nodes."""
-    with _client(url, token_file, "jobs") as client:
+    require("dlsched jobs", "service")
+    with _client(url, token_file) as client:
         records = client.jobs(state, user)
     if as_json:
         typer.echo(json.dumps(records, indent=1))
@@ -259,6 +262,7 @@ def cancel(
     token_file: TokenOpt = None,
 ) -> None:
     """Cancel a job (a running one is stopped first)."""
-    with _client(url, token_file, "cancel") as client:
+    require("dlsched cancel", "service")
+    with _client(url, token_file) as client:
         record = client.cancel(job)
     typer.echo(f"{record['id']}: {record['state']}")

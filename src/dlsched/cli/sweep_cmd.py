@@ -24,6 +24,13 @@ def _axis(values: ListOpt, flag: str, default: tuple[str, ...] = ()) -> tuple[st
     return found
 
 
+def _clusters(values: ListOpt) -> tuple[str, ...]:
+    # Not split at commas: a shorthand such as v100:16x4,k80:8x4 is one cluster.
+    if not values:
+        raise ValueError("give --cluster (repeated for several) or --grid FILE")
+    return tuple(values)
+
+
 def sweep(
     out: Annotated[Path, typer.Option(help="Sweep directory (an existing sweep is resumed).")],
     grid: Annotated[
@@ -64,7 +71,7 @@ def sweep(
         else:
             spec = Grid(
                 traces=_axis(trace, "--trace"),
-                clusters=tuple(cluster or ()) or _axis(None, "--cluster"),
+                clusters=_clusters(cluster),
                 policies=_axis(policy, "--policy"),
                 placements=_axis(placement, "--placement", ("consolidate",)),
                 seeds=seeds(seed) or (0,),

@@ -96,7 +96,10 @@ class ServiceClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ClientError(f"cannot reach the service at {self.url}: {exc}") from None
+            raise ClientError(
+                f"cannot reach the service at {self.url}: {exc}; is dlsched serve running "
+                "there? Point the client elsewhere with --url or DLSCHED_URL"
+            ) from None
         if response.status_code >= 400:
             try:
                 detail = response.json().get("detail", response.text)
