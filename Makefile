@@ -18,7 +18,7 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.core $@
 
 demo: $(VENV)/.core
-	$(BIN)/dlsched demo --out runs/demo
+	$(BIN)/dlsched demo --out runs/demo --force
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench

@@ -63,10 +63,10 @@ def main() -> None:
     source = TraceInput(str(args.trace), result.format, result.rows_read, len(result.errors))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report"
-        write_t, _ = timed(args.repeat, lambda: write_report(out, report, source))
+        write_t, _ = timed(args.repeat, lambda: write_report(out, report, source, force=True))
         size = sum(p.stat().st_size for p in out.iterdir())
         files = len(list(out.iterdir()))
-        argv = [sys.executable, "-c", COMMAND, str(args.trace), "--out", str(out)]
+        argv = [sys.executable, "-c", COMMAND, str(args.trace), "--out", str(out), "--force"]
         start = time.perf_counter()
         subprocess.run([*argv, "--cluster", args.cluster], check=True, capture_output=True)
         command_s = time.perf_counter() - start

@@ -56,7 +56,7 @@ def main() -> None:
         dlsched = str(Path(sys.executable).parent / "dlsched")
         command = [
             dlsched, "sweep", "--trace", args.trace, "--cluster", args.cluster,
-            "--policy", args.policies, "--placement", "random", "--seeds", args.seeds,
+            "--policy", args.policies, "--placement", "random", "--seed", args.seeds,
             "--ray-address", "127.0.0.1:6379", "--out", str(base / "ray"), "--no-progress",
         ]  # fmt: skip
         started = time.perf_counter()

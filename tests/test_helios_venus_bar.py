@@ -50,7 +50,7 @@ def test_estimator_report_and_characterization_run_on_it(venus: Path, tmp_path: 
             "predict",
             "eval",
             str(venus / "trace.parquet"),
-            "--estimators",
+            "--estimator",
             "history,combined",
             "--json",
         ],

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import subprocess
+import sys
 import types
+
+import pytest
 
 import dlsched
 
@@ -36,13 +42,39 @@ def test_exported_names_are_exactly_the_curated_set() -> None:
     assert set(dlsched.__all__) == EXPECTED
     public = {
         n
-        for n, v in vars(dlsched).items()
-        if not n.startswith("_") and not isinstance(v, types.ModuleType)
+        for n in dir(dlsched)
+        if not n.startswith("_") and not isinstance(getattr(dlsched, n), types.ModuleType)
     }
     assert public == EXPECTED - {"__version__"}
+
+
+def test_names_are_imported_on_first_use() -> None:
+    """``import dlsched`` pulls in no simulator (every command pays for what it imports);
+    each name then resolves to the object its module defines."""
+    code = (
+        "import sys, dlsched\n"
+        "heavy = [m for m in ('dlsched.sim.simulator', 'dlsched.runner', 'pyarrow', 'numpy')"
+        " if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "from dlsched.sim.simulator import simulate\n"
+        "assert dlsched.simulate is simulate\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = dlsched.nothing  # type: ignore[attr-defined]
 
 
 def test_every_export_is_documented() -> None:
     for name in EXPECTED - {"__version__"}:
         obj = getattr(dlsched, name)
         assert obj.__doc__ and obj.__doc__.strip(), f"{name} has no docstring"
+
+
+@pytest.mark.parametrize("package", ["dlsched", "dlsched.trace"])
+def test_no_lazy_name_is_also_a_submodule(package: str) -> None:
+    """Importing a submodule sets the package attribute of its name: a lazily exported name
+    equal to a submodule's would then be the module, not the exported object."""
+    module = importlib.import_module(package)
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(module.__all__)

@@ -66,7 +66,15 @@ def _convert(text: str, annotation: Any, field: str) -> Any:
     try:
         return annotation(text)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"option {field}: cannot read {text!r} as {annotation}") from exc
+        raise ValueError(f"option {field}: expected {_expected(annotation)}, got {text!r}") from exc
+
+
+_EXPECTED = {int: "a whole number", float: "a number", str: "text"}
+
+
+def _expected(annotation: Any) -> str:
+    """What a value of ``annotation`` looks like, in words a command-line user reads."""
+    return _EXPECTED.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
 
 def build(cls: type[T], options: dict[str, str]) -> T:

@@ -4,25 +4,31 @@ and write the run directory. The CLI and the benchmarks call this; it holds no p
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dlsched import __version__
 from dlsched.cluster.parse import resolve_cluster
+from dlsched.extras import require_components
 from dlsched.metrics.rundir import write_run
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import ProgressFn, RunResult, simulate
 from dlsched.trace import transforms
 from dlsched.trace.read import ReadResult, read_trace
 from dlsched.trace.schema import Trace
+from dlsched.trace.walltime import format_utc, parse_date_or_time
 
 
 @dataclass(frozen=True)
 class Selection:
     """Which jobs of a trace to replay. ``start``/``end`` are submit-time bounds: seconds from
     the trace origin, or dates (YYYY-MM-DD) when the trace has wall-clock times. Applied in
-    field order: window, VCs, GPU jobs only, subsample, time scaling."""
+    field order: window, VCs, GPU jobs only, subsample, time scaling.
+
+    A selection that leaves no job of a trace that had some raises ValueError naming the
+    option: a run of nothing is never a result. Messages name the command-line options."""
 
     start: str | None = None
     end: str | None = None
@@ -32,21 +38,83 @@ class Selection:
     submit_scale: float = 1.0
     duration_scale: float = 1.0
 
+    def check(self) -> None:
+        """ValueError for values no trace can honour."""
+        if self.subsample is not None:
+            if not (self.subsample > 0 and math.isfinite(self.subsample)):
+                raise ValueError(
+                    "--subsample must be a fraction in (0, 1) or a count of at least 1, "
+                    f"got {self.subsample:g}"
+                )
+            if self.subsample >= 1 and self.subsample != int(self.subsample):
+                raise ValueError(
+                    f"--subsample {self.subsample:g}: a count of jobs must be a whole number"
+                )
+        for flag, factor in (
+            ("--submit-scale", self.submit_scale),
+            ("--duration-scale", self.duration_scale),
+        ):
+            if not (math.isfinite(factor) and factor > 0):
+                raise ValueError(f"{flag} must be a positive number, got {factor:g}")
+
     def apply(self, trace: Trace, seed: int) -> Trace:
+        self.check()
         if self.start is not None or self.end is not None:
-            trace = _window(trace, self.start, self.end)
+            trace = _nonempty(_window(trace, self.start, self.end), trace, self._window_text)
         if self.vcs:
-            trace = transforms.filter_vcs(trace, self.vcs)
+            trace = _nonempty(transforms.filter_vcs(trace, self.vcs), trace, self._vcs_text)
         if self.gpu_only:
-            trace = transforms.gpu_jobs_only(trace)
+            kept = transforms.gpu_jobs_only(trace)
+            trace = _nonempty(kept, trace, lambda _: "--gpu-only: the trace has no GPU job")
         if self.subsample is not None:
             if self.subsample >= 1:
-                trace = transforms.subsample(trace, n=int(self.subsample), seed=seed)
+                count = int(self.subsample)
+                if count > len(trace):
+                    raise ValueError(
+                        f"--subsample {count}: the selection holds only {len(trace):,} jobs"
+                    )
+                trace = transforms.subsample(trace, n=count, seed=seed)
             else:
-                trace = transforms.subsample(trace, fraction=self.subsample, seed=seed)
+                kept = transforms.subsample(trace, fraction=self.subsample, seed=seed)
+                trace = _nonempty(kept, trace, self._subsample_text)
         if self.submit_scale != 1.0 or self.duration_scale != 1.0:
             trace = transforms.scale_time(trace, self.submit_scale, self.duration_scale)
         return trace
+
+    def _window_text(self, trace: Trace) -> str:
+        asked = " ".join(
+            f"{flag} {value}"
+            for flag, value in (("--start", self.start), ("--end", self.end))
+            if value is not None
+        )
+        return f"{asked}: no job of the trace was submitted then; its jobs span {_span(trace)}"
+
+    def _vcs_text(self, trace: Trace) -> str:
+        vcs = sorted({v for v in trace.column("vc").to_pylist() if v is not None})
+        shown = ", ".join(vcs[:12]) + (f", ... ({len(vcs)} VCs)" if len(vcs) > 12 else "")
+        held = f"its VCs: {shown}" if vcs else "its jobs name no VC"
+        return f"--vc {','.join(self.vcs)}: no job of the trace is in these VCs; {held}"
+
+    def _subsample_text(self, trace: Trace) -> str:
+        return (
+            f"--subsample {self.subsample:g} keeps no job of {len(trace):,}; give a larger "
+            "fraction or a count"
+        )
+
+
+def _span(trace: Trace) -> str:
+    """The submit times of ``trace`` (not empty), as dates when it has wall-clock times."""
+    submit = trace.column("submit_time").to_numpy()
+    first, last = float(submit.min()), float(submit.max())
+    if trace.origin_unix is None:
+        return f"{first:,.0f} s to {last:,.0f} s from its start"
+    return f"{format_utc(trace.origin_unix + first)} to {format_utc(trace.origin_unix + last)}"
+
+
+def _nonempty(kept: Trace, before: Trace, explain: Callable[[Trace], str]) -> Trace:
+    if len(before) and not len(kept):
+        raise ValueError(explain(before))
+    return kept
 
 
 def _as_seconds(text: str | None) -> float | None:
@@ -62,12 +130,20 @@ def _window(trace: Trace, start: str | None, end: str | None) -> Trace:
     """Seconds when both bounds are numbers (or absent), else wall-clock dates."""
     s, e = _as_seconds(start), _as_seconds(end)
     if (start is None or s is not None) and (end is None or e is not None):
-        return transforms.time_window(
-            trace, -math.inf if s is None else s, math.inf if e is None else e
-        )
-    if start is None or end is None:
+        low, high = -math.inf if s is None else s, math.inf if e is None else e
+    elif start is None or end is None:
         raise ValueError("a window by dates needs both --start and --end")
-    return transforms.window_by_dates(trace, start, end)
+    elif trace.origin_unix is None:
+        raise ValueError(
+            f"--start {start} --end {end}: {trace.source} has no wall-clock times (its format "
+            "gives only seconds from its start); give the window in seconds"
+        )
+    else:
+        low = parse_date_or_time(start) - trace.origin_unix
+        high = parse_date_or_time(end) - trace.origin_unix
+    if high < low:
+        raise ValueError(f"--end {end} is before --start {start}")
+    return transforms.time_window(trace, low, high)
 
 
 def _absolute_if_file(text: str) -> str:
@@ -124,20 +200,66 @@ def load_trace(exp: Experiment) -> Trace:
     return read_selected(exp)[0]
 
 
+def check_extras(sim: SimConfig) -> None:
+    """:class:`dlsched.extras.MissingExtra` if a component ``sim`` names needs an extra that is
+    not installed (checked before any work, not when the component is first used)."""
+    require_components(
+        [
+            ("--policy", sim.policy),
+            ("--estimator", sim.estimator),
+            ("--power-manager", sim.power.manager),
+        ]
+    )
+
+
+class NothingRan(ValueError):
+    """Every job of the trace was set aside: the run measured nothing (the message gives the
+    reasons and what to change)."""
+
+
+def _nothing_ran(summary: dict[str, Any], cluster: str) -> NothingRan:
+    reasons: dict[str, int] = summary.get("set_aside_reasons") or {}
+    shown = "; ".join(f"{reason} ({count:,} jobs)" for reason, count in reasons.items())
+    if any("not in cluster" in reason for reason in reasons):
+        fix = (
+            f"The jobs name VCs that cluster {cluster!r} has no partition for: simulate on a "
+            "cluster with those VCs as partitions (dlsched list clusters) or give "
+            "--no-partitions to pool the cluster"
+        )
+    else:
+        fix = (
+            f"No job fits cluster {cluster!r}: simulate on a larger cluster (dlsched list "
+            "clusters, or a shorthand such as 64x8)"
+        )
+    return NothingRan(
+        f"all {summary['jobs_in_trace']:,} jobs were set aside, none ran: {shown}. {fix}"
+    )
+
+
 def run_experiment(
-    exp: Experiment, out: str | Path | None = None, progress: ProgressFn | None = None
+    exp: Experiment,
+    out: str | Path | None = None,
+    progress: ProgressFn | None = None,
+    force: bool = False,
 ) -> RunResult:
-    """Simulate ``exp``; with ``out``, also write the run directory there (atomically). The
-    summary records how many trace rows were read and how many were rejected as bad (only
-    possible with ``skip_bad_rows``), with the first rejection."""
+    """Simulate ``exp``; with ``out``, also write the run directory there (atomically; an
+    earlier run there is replaced only with ``force``). The summary records how many trace
+    rows were read and how many were rejected as bad (only possible with ``skip_bad_rows``),
+    with the first rejection. Raises :class:`NothingRan` (nothing is written) when every job
+    was set aside, and :class:`dlsched.extras.MissingExtra` up front when a component needs an
+    extra that is not installed."""
+    check_extras(exp.sim)
     trace, read = read_selected(exp)
     cluster = resolve_cluster(exp.cluster)
     result = simulate(trace, cluster, exp.sim, progress=progress)
-    result.summary["trace_rows_read"] = read.rows_read
-    result.summary["trace_rows_rejected"] = len(read.errors)
-    result.summary["trace_first_rejection"] = str(read.errors[0]) if read.errors else None
+    summary = result.summary
+    if summary["jobs_in_trace"] and summary["jobs_set_aside"] == summary["jobs_in_trace"]:
+        raise _nothing_ran(summary, exp.cluster)
+    summary["trace_rows_read"] = read.rows_read
+    summary["trace_rows_rejected"] = len(read.errors)
+    summary["trace_first_rejection"] = str(read.errors[0]) if read.errors else None
     if out is not None:
-        write_run(out, result.jobs, result.timeline, result.summary, exp.to_dict())
+        write_run(out, result.jobs, result.timeline, summary, exp.to_dict(), force)
     return result
 
 

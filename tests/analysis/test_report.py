@@ -225,12 +225,14 @@ def test_sections_without_their_fields_are_marked_unavailable(tmp_path: Path) ->
     assert "not available: states" in result.output
 
 
-def test_report_replaces_an_earlier_report(tmp_path: Path) -> None:
+def test_report_replaces_an_earlier_report_with_force(tmp_path: Path) -> None:
     out = tmp_path / "report"
     gavel = str(CASES["gavel-philly"].path)
     assert run_cli(gavel, "--out", str(out)).exit_code == 0
     pollux = CASES["pollux"]
-    assert run_cli(str(pollux.path), "--out", str(out)).exit_code == 0
+    refused = run_cli(str(pollux.path), "--out", str(out))
+    assert refused.exit_code == 2 and "already exists (report directory)" in refused.output
+    assert run_cli(str(pollux.path), "--out", str(out), "--force").exit_code == 0
     check_report(out, pollux.available)
     assert [p.name for p in tmp_path.iterdir()] == ["report"]
 

@@ -296,19 +296,15 @@ def test_compare_names_a_directory_that_is_not_a_run(tmp_path: Path, small_run: 
 # ---- replacing a run -----------------------------------------------------------------------
 
 
-def test_rewriting_a_run_replaces_it(tmp_path: Path, small_run: Path) -> None:
+def test_rewriting_a_run_needs_force(tmp_path: Path, small_run: Path) -> None:
     trace = tmp_path / "small.csv"
-    result = invoke(
-        "simulate",
-        "--trace",
-        trace,
-        "--cluster",
-        "philly-vcs",
-        "--policy",
-        "sjf",
-        "--out",
-        small_run,
-    )
+    args = ("simulate", "--trace", trace, "--cluster", "philly-vcs", "--policy", "sjf")
+    before = snapshot(small_run)
+    refused = invoke(*args, "--out", small_run)
+    assert refused.exit_code == 2
+    assert f"{small_run}: already exists (run directory); pass --force" in refused.stderr
+    assert snapshot(small_run) == before
+    result = invoke(*args, "--out", small_run, "--force")
     assert result.exit_code == 0, result.output
     assert summary_of(small_run)["policy"] == "sjf"
     assert sorted(p.name for p in small_run.parent.iterdir()) == ["small"]  # no leftovers
@@ -339,10 +335,11 @@ def test_failed_rewrite_leaves_the_old_run_intact(
         "sjf",
         "--out",
         small_run,
+        "--force",
     )
     assert len(calls) == 2, "the failure must hit the run being written"
-    assert result.exit_code != 0
-    assert isinstance(result.exception, OSError)
+    assert result.exit_code == 2
+    assert result.stderr == "error: No space left on device\n"  # one line, no traceback
     assert snapshot(small_run) == before
     assert summary_of(small_run)["policy"] == "fifo"
     assert sorted(p.name for p in small_run.parent.iterdir()) == ["small"]  # no temp left
@@ -375,9 +372,10 @@ def test_failure_between_the_renames_keeps_the_old_run(
         "sjf",
         "--out",
         small_run,
+        "--force",
     )
     assert len(calls) >= 2 and Path(calls[1][1]) == small_run, "must fail the swap of the runs"
-    assert result.exit_code != 0
+    assert result.exit_code == 2 and "Input/output error" in result.stderr
     assert small_run.is_dir() and snapshot(small_run) == before
     assert sorted(p.name for p in small_run.parent.iterdir()) == ["small"]  # no temp left
 
@@ -403,7 +401,7 @@ def test_out_that_is_not_a_run_is_never_replaced(
     result = invoke("demo", "--out", tmp_path)  # tmp_path/fifo etc. do not exist: fine
     assert result.exit_code == 0, result.output
     (tmp_path / "sjf" / "mine.txt").write_text("keep")
-    result = invoke("demo", "--out", tmp_path)
+    result = invoke("demo", "--out", tmp_path, "--force")
     assert result.exit_code == 2 and "holds mine.txt" in result.stderr
     assert (tmp_path / "sjf" / "mine.txt").read_text() == "keep"
     # An empty directory may become a run.

@@ -505,13 +505,17 @@ def test_no_partitions_pools_all_vcs(story: Path, tmp_path: Path) -> None:
 
 @requires_traces
 def test_no_partitions_admits_jobs_of_unknown_vcs(story: Path, tmp_path: Path) -> None:
-    """VC 23dbec is in the trace but not in philly-vcs: set aside, unless partitions are off."""
+    """VC 23dbec is in the trace but not in philly-vcs: with partitions, all its jobs would be
+    set aside, so the run is refused (nothing written); pooled, they run."""
     trace = story / "X.parquet"
     args = ("simulate", "--trace", trace, "--cluster", "philly-vcs", "--vc", "23dbec")
-    ok(invoke(*args, "--out", tmp_path / "p"))
-    s = summary_of(tmp_path / "p")
-    assert (s["jobs"], s["jobs_set_aside"]) == (0, 8)
-    assert s["set_aside_reasons"] == {"partition '23dbec' not in cluster 'philly-vcs'": 8}
+    refused = invoke(*args, "--out", tmp_path / "p")
+    assert refused.exit_code == 2
+    assert (
+        "all 8 jobs were set aside, none ran: partition '23dbec' not in cluster 'philly-vcs' "
+        "(8 jobs)" in refused.stderr
+    )
+    assert "--no-partitions" in refused.stderr and not (tmp_path / "p").exists()
     ok(invoke(*args, "--no-partitions", "--out", tmp_path / "np"))
     s = summary_of(tmp_path / "np")
     assert (s["jobs"], s["jobs_set_aside"]) == (8, 0)

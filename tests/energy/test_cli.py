@@ -113,10 +113,11 @@ def test_overrides_and_parameters_without_a_preset(tmp_path: Path) -> None:
     }
     assert "published_reference" not in stats
     assert stats["window"]["steps"] == len(range(int(0.8 * 8 * 144), 8 * 144))
-    result = invoke(path, "--history", "2", "--future", "3", "--out", out)
+    fresh = tmp_path / "fresh"
+    result = invoke(path, "--history", "2", "--future", "3", "--out", fresh)
     assert result.exit_code == 2
     assert "missing --his-th, --fut-th, --de-th, --buffer, --hold-off" in result.output
-    result = invoke(path, "--preset", "mars", "--out", out)
+    result = invoke(path, "--preset", "mars", "--out", fresh)
     assert result.exit_code == 2 and "unknown CES preset 'mars'" in result.output
 
 
@@ -158,7 +159,9 @@ def test_flags_become_features(tmp_path: Path) -> None:
     assert stats["input"]["flags"] == str(flags)
     assert stats["forecaster"]["features"][7:9] == ["holiday", "deadline"]
     flags.write_text("date,holiday,deadline\n2017-10-07,2,0\n")
-    result = invoke(small_series(tmp_path), "--preset", "venus", "--flags", flags, "--out", out)
+    result = invoke(
+        small_series(tmp_path), "--preset", "venus", "--flags", flags, "--out", out, "--force"
+    )
     assert result.exit_code == 2 and f"{flags}:2: holiday: expected 0 or 1" in result.output
 
 
@@ -187,8 +190,9 @@ def test_split_by_dates_and_power_options(tmp_path: Path) -> None:
     off_hours = stats["powered_off_node_hours"]
     assert stats["energy_saved_kwh"] == pytest.approx(off_hours * 1000 / 1000)
     result = invoke(
-        small_series(tmp_path), "--preset", "saturn", "--out", out, "--test-start", "2017-10-08"
-    )
+        small_series(tmp_path), "--preset", "saturn", "--out", out, "--test-start", "2017-10-08",
+        "--force",
+    )  # fmt: skip
     assert result.exit_code == 2 and "needs both" in result.output
 
 

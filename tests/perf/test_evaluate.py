@@ -128,7 +128,7 @@ def test_cli_json(cli: typer.Typer, tmp_path: Path) -> None:
     path = tmp_path / "named.parquet"
     write_parquet(named_trace(600, n_users=20, seed=2), path)
     names = "history,lgbm,combined,noisy-oracle"
-    out = CliRunner().invoke(cli, ["predict", "eval", str(path), "--estimators", names, "--json"])
+    out = CliRunner().invoke(cli, ["predict", "eval", str(path), "--estimator", names, "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert [s["estimator"] for s in data["scores"]] == names.split(",")
@@ -141,9 +141,9 @@ def test_cli_json(cli: typer.Typer, tmp_path: Path) -> None:
 def test_cli_table_and_errors(cli: typer.Typer, tmp_path: Path) -> None:
     path = tmp_path / "named.parquet"
     write_parquet(named_trace(200, n_users=5, seed=2), path)
-    out = CliRunner().invoke(cli, ["predict", "eval", str(path), "--estimators", "history"])
+    out = CliRunner().invoke(cli, ["predict", "eval", str(path), "--estimator", "history"])
     assert out.exit_code == 0, out.output
     assert "history" in out.stdout and "MAE" in out.stdout
-    bad = CliRunner().invoke(cli, ["predict", "eval", str(path), "--estimators", "nope"])
+    bad = CliRunner().invoke(cli, ["predict", "eval", str(path), "--estimator", "nope"])
     assert bad.exit_code == 2
     assert "unknown estimator" in bad.output

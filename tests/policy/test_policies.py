@@ -65,7 +65,7 @@ def test_unknown_policy_lists_the_available_ones() -> None:
         ("fifo", {"backfill": "true"}, r"unknown option\(s\) \['backfill'\] for Fifo"),
         ("srtf", {"allow_backfill": "true"}, r"unknown option\(s\)"),
         ("fifo", {"allow_backfill": "maybe"}, "expected true/false, got 'maybe'"),
-        ("tiresias", {"round_s": "soon"}, "option round_s: cannot read 'soon'"),
+        ("tiresias", {"round_s": "soon"}, "option round_s: expected a number, got 'soon'"),
         ("tiresias", {"thresholds": "500,100"}, "thresholds must be positive and increasing"),
         ("tiresias", {"thresholds": "0"}, "thresholds must be positive and increasing"),
         ("tiresias", {"round_s": "0"}, "round_s must be positive"),

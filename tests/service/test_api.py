@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from dlsched.service.api import ServiceContext, create_app
+from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.auth import TokenFileError, load_or_create_token
 from tests.service.helpers import Harness, make_harness
 
@@ -159,11 +159,20 @@ def test_bad_state_filter(setup) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_docs_and_dashboard_are_served(setup) -> None:  # type: ignore[no-untyped-def]
-    client, _, _, _ = setup
-    assert client.get("/docs").status_code == 200
+    client, h, _, _ = setup
     spec = client.get("/openapi.json").json()
     assert "/jobs" in spec["paths"] and "/metrics" in spec["paths"]
     assert "dashboard here" in client.get("/").text
+    # FastAPI's own pages load their scripts from a CDN: the reference is the dashboard's.
+    assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
+    ctx = ServiceContext(h.store, h.controller, lambda: None, h.clock, "t", "tiresias")
+    with TestClient(create_app(ctx, DASHBOARD_DIR)) as real:
+        page = real.get("/docs", follow_redirects=True)
+        assert page.status_code == 200 and "docs.js" in page.text
+        for asset in ("/docs/docs.js", "/docs/docs.css", "/dom.js"):
+            text = real.get(asset).text
+            assert "http://" not in text.replace("http://www.w3.org", "")
+            assert "https://" not in text
 
 
 def test_cluster_marks_nodes_the_back_end_reports_down(setup) -> None:  # type: ignore[no-untyped-def]

@@ -142,11 +142,11 @@ def test_cli_sweep_prints_the_table_and_names_bad_input(tmp_path: Path, small_tr
     runner = CliRunner()
     out = tmp_path / "sweep"
     base = ["sweep", "--trace", small_trace, "--cluster", "8x8", "--out", str(out)]
-    result = runner.invoke(app, [*base, "--policy", "fifo,sjf", "--seeds", "0", "--workers", "1"])
+    result = runner.invoke(app, [*base, "--policy", "fifo,sjf", "--seed", "0", "--workers", "1"])
     assert result.exit_code == 0, result.output
     assert "ran 2 cells, reused 0" in result.output and "| sjf |" in result.output
-    bad = runner.invoke(app, [*base, "--policy", "fifo", "--seeds", "x"])
-    assert bad.exit_code == 2 and "--seeds expects comma-separated integers" in bad.output
+    bad = runner.invoke(app, [*base, "--policy", "fifo", "--seed", "x"])
+    assert bad.exit_code == 2 and "--seed expects whole numbers" in bad.output
     missing = runner.invoke(app, ["sweep", "--out", str(tmp_path / "o"), "--trace", small_trace])
     assert missing.exit_code == 2 and "give --cluster" in missing.output
 
@@ -165,7 +165,7 @@ def test_sweep_on_a_three_node_ray_cluster_equals_the_process_pool(
     output = run_with_ray_cluster(
         [
             dlsched, "sweep", "--trace", small_trace, "--cluster", "8x8",
-            "--policy", "fifo,sjf,tiresias", "--placement", "random", "--seeds", "0,1",
+            "--policy", "fifo,sjf,tiresias", "--placement", "random", "--seed", "0,1",
             "--ray-address", "127.0.0.1:6379", "--out", str(tmp_path / "ray"), "--no-progress",
         ]
     )  # fmt: skip

@@ -13,16 +13,10 @@ from typing import Any
 
 import pytest
 
+from tests.workloads.browser import MARKS, launch, sync_api
 from tests.workloads.service_helpers import Service, running_service
 
-CHROMIUM = Path("/usr/lib/chromium/chromium")
-
-sync_api = pytest.importorskip("playwright.sync_api")
-pytest.importorskip("fastapi")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs apt-get install -y chromium"),
-]
+pytestmark = MARKS
 
 
 @pytest.fixture
@@ -71,9 +65,7 @@ def test_dashboard_shows_what_the_api_reports(service: Service, tmp_path: Path) 
     )
 
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(60_000)

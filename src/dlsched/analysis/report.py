@@ -48,7 +48,7 @@ from dlsched.analysis.html import escape as _e
 from dlsched.analysis.html import page_start
 from dlsched.analysis.html import paragraph as _p
 from dlsched.analysis.html import table as _table
-from dlsched.outdir import check_replaceable, write_directory
+from dlsched.outdir import DirKind
 
 STATS_VERSION = 1
 INDEX, STATS = "index.html", "stats.json"
@@ -75,6 +75,10 @@ class ReportDirError(ValueError):
     """``--out`` names something that is not a report directory and must not be replaced."""
 
 
+REPORT_DIR = DirKind("report directory", REPORT_FILES, ReportDirError)
+"""Characterization reports as outputs (:mod:`dlsched.outdir`)."""
+
+
 @dataclass(frozen=True)
 class TraceInput:
     """How the trace was read: its path, detected format, data rows and rejected rows."""
@@ -85,8 +89,11 @@ class TraceInput:
     rows_rejected: int
 
 
-def write_report(out: str | Path, report: Characterization, source: TraceInput) -> Path:
-    """Write the report directory ``out`` atomically, replacing an earlier report there.
+def write_report(
+    out: str | Path, report: Characterization, source: TraceInput, force: bool = False
+) -> Path:
+    """Write the report directory ``out`` atomically; an earlier report there is replaced only
+    with ``force``.
 
     Raises :class:`ReportDirError` when ``out`` exists and is a file or a directory holding
     anything a report does not write (it is never deleted for a report).
@@ -101,12 +108,7 @@ def write_report(out: str | Path, report: Characterization, source: TraceInput) 
         (tmp / STATS).write_text(json.dumps(stats, indent=1, allow_nan=False) + "\n")
         (tmp / INDEX).write_text(render_html(report, source, written), encoding="utf-8")
 
-    return write_directory(out, REPORT_FILES, "report directory", fill, ReportDirError)
-
-
-def check_report_target(out: Path) -> None:
-    """Refuse an ``out`` that exists and is not a (possibly empty) report directory."""
-    check_replaceable(out, REPORT_FILES, "report directory", ReportDirError)
+    return REPORT_DIR.write(out, fill, force)
 
 
 def report_figures(report: Characterization) -> dict[str, Figure]:

@@ -1,6 +1,7 @@
 """Write a dlsched cluster file from a Ray cluster's inventory.
 
-``python -m dlsched.backends.ray_inventory cluster.toml [--address ADDR] [--with-empty]``
+``python -m dlsched.backends.ray_inventory cluster.toml [--address ADDR] [--with-empty]
+[--force]``
 connects to the cluster (``--address``, else ``$RAY_ADDRESS``), reads ``ray.nodes()`` and writes
 the live nodes that declare a dlsched name (``dlsched-node:<name>``), with their GPU counts and
 types, as the cluster the service plans on (see :mod:`dlsched.backends.ray_backend`). Nodes
@@ -19,7 +20,8 @@ from pathlib import Path
 from dlsched.backends.ray_backend import inventory_of
 from dlsched.backends.ray_runner import ray_nodes
 from dlsched.cluster.spec import ClusterSpec
-from dlsched.cluster.toml_io import write_cluster_toml
+from dlsched.cluster.toml_io import CLUSTER_FILE, write_cluster_toml
+from dlsched.outdir import OutputError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,7 +34,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--address", default=None, help="Ray cluster address (default $RAY_ADDRESS)")
     p.add_argument("--name", default="ray", help="cluster name (default ray)")
     p.add_argument("--with-empty", action="store_true", help="keep nodes without GPUs")
+    p.add_argument("--force", action="store_true", help="replace an existing cluster file")
     args = p.parse_args(argv)
+    try:
+        CLUSTER_FILE.check(args.out, args.force)
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.cluster.spec import DEFAULT_GPU_TYPE, DEFAULT_PARTITION, ClusterSpec, NodeSpec
-from dlsched.cluster.toml_io import write_cluster_toml
+from dlsched.cluster.toml_io import CLUSTER_FILE, write_cluster_toml
+from dlsched.outdir import OutputError
 
 UNAVAILABLE_STATES = frozenset({"down", "future", "unknown", "error"})
 """Base node states in which Slurm starts no job (lower case, as ``sinfo --json`` prints)."""
@@ -244,7 +245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("out", type=Path, help="cluster file to write (.toml)")
     p.add_argument("--name", default="slurm", help="cluster name (default slurm)")
     p.add_argument("--only-available", action="store_true", help="leave out drained and down nodes")
+    p.add_argument("--force", action="store_true", help="replace an existing cluster file")
     args = p.parse_args(argv)
+    try:
+        CLUSTER_FILE.check(args.out, args.force)
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         spec = inventory_cluster(read_inventory(SlurmCommands()), args.name, args.only_available)
     except (SlurmCommandError, ValueError) as exc:

@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
+from dlsched.cli.options import ForceOpt, TraceArg, TraceOpt, one_trace
+from dlsched.extras import require
 from dlsched.trace.read import read_trace
 from dlsched.trace.readers import FORMAT_NAMES
 
@@ -15,8 +17,10 @@ FORMAT_HELP = f"Trace format ({', '.join(FORMAT_NAMES)}); default: detect from t
 
 
 def analyze(
-    trace: Annotated[str, typer.Argument(help="Trace file (any supported format, or Parquet).")],
+    path: TraceArg = None,
+    *,
     out: Annotated[Path, typer.Option(help="Report directory to write (atomically).")],
+    trace: TraceOpt = None,
     trace_format: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
     skip_bad_rows: Annotated[
         bool, typer.Option(help="Drop bad rows (their count is reported) instead of failing.")
@@ -25,22 +29,19 @@ def analyze(
         str | None,
         typer.Option(help="Cluster whose GPU capacity to draw: built-in name, TOML or 32x8."),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Characterize a trace (run times, GPU demand, states, submissions, queueing, cluster
     demand, users, recurrence, VCs): writes index.html, PNG figures and stats.json to --out.
     Sections the trace lacks the fields for are marked as not available."""
-    # matplotlib is an optional extra; the rest of the CLI must work without it.
-    try:
-        from dlsched.analysis.report import SECTIONS, TraceInput, write_report
-    except ModuleNotFoundError as exc:
-        typer.echo(
-            f"error: dlsched analyze needs {exc.name}: pip install 'dlsched[analysis]'", err=True
-        )
-        raise typer.Exit(2) from exc
+    require("dlsched analyze", "analysis")
     from dlsched.analysis.characterize import Unavailable, characterize
+    from dlsched.analysis.report import REPORT_DIR, SECTIONS, TraceInput, write_report
     from dlsched.cluster.parse import resolve_cluster
 
     with user_errors(BAD_ROWS_HINT):
+        trace = one_trace(path, trace)
+        REPORT_DIR.check(out, force, inputs=[trace])
         spec = resolve_cluster(cluster) if cluster is not None else None
         result = read_trace(trace, trace_format, skip_bad_rows=skip_bad_rows)
         report = characterize(
@@ -49,7 +50,7 @@ def analyze(
             capacity_name=None if spec is None else spec.name,
         )
         source = TraceInput(trace, result.format, result.rows_read, len(result.errors))
-        write_report(out, report, source)
+        write_report(out, report, source, force)
     missing = [
         f"{attr} ({section.reason})"
         for attr, _, _ in SECTIONS

@@ -9,7 +9,8 @@ import typer
 
 from dlsched.cli.compare_cmd import compare
 from dlsched.cli.errors import user_errors
-from dlsched.metrics.rundir import check_replaceable
+from dlsched.cli.options import ForceOpt
+from dlsched.metrics.rundir import RUN_DIR
 from dlsched.runner import demo_experiments, run_experiment
 
 
@@ -17,6 +18,7 @@ def demo(
     out: Annotated[Path, typer.Option(help="Directory for the run directories.")] = Path(
         "runs/demo"
     ),
+    force: ForceOpt = False,
 ) -> None:
     """Simulate the bundled Philly VC 0e4a51 slice (990 jobs, 32 nodes x 8 GPUs) under FIFO,
     SJF, SRTF and Tiresias, write a run directory for each, and compare them."""
@@ -24,9 +26,9 @@ def demo(
     with user_errors():
         experiments = demo_experiments()
         for name, _ in experiments:
-            check_replaceable(out / name)
+            RUN_DIR.check(out / name, force)
         for name, exp in experiments:
-            result = run_experiment(exp, out / name)
+            result = run_experiment(exp, out / name, force=force)
             s = result.summary
             typer.echo(
                 f"{name:9s} jobs={s['jobs']} avg JCT={s['avg_jct_s']:,.0f}s "

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from dlsched.cli.errors import user_errors
+from dlsched.cli.options import ForceOpt
 from dlsched.energy.features import Flags, load_flags
 from dlsched.energy.forecast import ForecastConfig
 from dlsched.energy.power_rule import RuleParams
 from dlsched.energy.presets import PRESET_NAMES, get_preset
 from dlsched.energy.replay import PowerModel, ReplayConfig, SplitMode, SplitSpec, replay
-from dlsched.energy.report import check_report_target, write_report
+from dlsched.energy.report import REPORT_DIR, write_report
 from dlsched.energy.series import (
     BUNDLED,
     BusySeries,
@@ -22,6 +22,7 @@ from dlsched.energy.series import (
     load_series,
     series_from_run,
 )
+from dlsched.extras import require
 from dlsched.trace.walltime import parse_date_or_time
 
 energy_app = typer.Typer(
@@ -103,20 +104,15 @@ def replay_cmd(
     ] = DEFAULTS.busy_w,
     seed: Annotated[int, typer.Option(help="LightGBM seed.")] = 0,
     threads: Annotated[int, typer.Option(help="LightGBM threads (results depend on it).")] = 1,
+    force: ForceOpt = False,
 ) -> None:
     """Replay the CES service on a busy-nodes series: train a forecaster on its first part,
     apply the power rule over its test window, and write stats.json, index.html and PNG
     figures to --out."""
-    missing = [m for m in ("lightgbm", "matplotlib") if importlib.util.find_spec(m) is None]
-    if missing:
-        typer.echo(
-            f"error: dlsched energy replay needs {', '.join(missing)}: "
-            "pip install 'dlsched[predict,analysis]'",
-            err=True,
-        )
-        raise typer.Exit(2)
+    require("dlsched energy replay", "predict", "analysis")
     with user_errors():
-        check_report_target(out)
+        inputs = [p for p in (series, from_run, flags) if p is not None]
+        REPORT_DIR.check(out, force, inputs=inputs)
         overrides = {
             "history": history,
             "future": future,
@@ -139,7 +135,7 @@ def replay_cmd(
             power=PowerModel(idle_power_w, busy_power_w),
         )
         result = replay(busy, config, flag_table)
-        write_report(out, result)
+        write_report(out, result, force)
     s = result.summary
     first, last = busy.label(int(result.test_steps[0])), busy.label(int(result.test_steps[-1]))
     typer.echo(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from dlsched.cli.columns import two_columns
 from dlsched.cluster.builtin import list_builtin_clusters
 from dlsched.placement.registry import placers
 from dlsched.power.registry import power_managers
@@ -18,28 +19,28 @@ list_app = typer.Typer(
 def list_policies() -> None:
     """Registered scheduling policies and the job kinds each schedules (a run gives a kind
     another policy with --kind-policy KIND=POLICY)."""
-    rows = policy_catalog()
-    typer.echo(f"{'policy':12s} {'job kinds':18s} description")
-    for name, kinds, description in rows:
-        typer.echo(f"{name:12s} {kinds:18s} {description}")
+    typer.echo(
+        two_columns(
+            [("policy", f"{'job kinds':18s} description")]
+            + [(name, f"{kinds:18s} {text}") for name, kinds, text in policy_catalog()]
+        )
+    )
 
 
 @list_app.command("placements")
 def list_placements() -> None:
     """Registered placers."""
-    for name, cls in sorted(placers().items()):
-        typer.echo(f"{name:12s} {cls.description}")
+    typer.echo(two_columns((name, cls.description) for name, cls in sorted(placers().items())))
 
 
 @list_app.command("clusters")
 def list_clusters() -> None:
     """Built-in cluster specifications."""
-    for name, text in sorted(list_builtin_clusters().items()):
-        typer.echo(f"{name:14s} {text}")
+    typer.echo(two_columns(sorted(list_builtin_clusters().items())))
 
 
 @list_app.command("power-managers")
 def list_power_managers() -> None:
     """Node power managers for ``simulate --power-manager``."""
-    for name, cls in sorted(power_managers().items()):
-        typer.echo(f"{name:12s} {cls.description}")
+    managers = sorted(power_managers().items())
+    typer.echo(two_columns((name, cls.description) for name, cls in managers))

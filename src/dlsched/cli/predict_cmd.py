@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
+from dlsched.cli.options import TraceArg, TraceOpt, one_trace, split_list
+from dlsched.extras import require_components
 from dlsched.perf.duration.evaluate import (
     DEFAULT_ESTIMATORS,
     Evaluation,
@@ -56,7 +57,8 @@ def render(result: Evaluation) -> Table:
 
 @predict_app.command("eval")
 def eval_cmd(
-    trace: Annotated[Path, typer.Argument(help="Trace file (any supported format, or Parquet).")],
+    path: TraceArg = None,
+    trace: TraceOpt = None,
     trace_format: Annotated[
         str | None,
         typer.Option(
@@ -64,8 +66,13 @@ def eval_cmd(
         ),
     ] = None,
     estimators: Annotated[
-        str, typer.Option(help="Comma-separated estimator names (see dlsched.perf.duration).")
-    ] = ",".join(DEFAULT_ESTIMATORS),
+        list[str] | None,
+        typer.Option(
+            "--estimator",
+            help="Estimators to score (repeated or comma-separated; default "
+            f"{','.join(DEFAULT_ESTIMATORS)}).",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of every estimator.")] = 0,
     warmup: Annotated[
         float,
@@ -81,13 +88,13 @@ def eval_cmd(
     """Replay TRACE online in submit order and score each estimator: MAE, median absolute
     percentage error, share within 2× of the truth, coverage and queries/s."""
     with user_errors(BAD_ROWS_HINT):
-        names = [n.strip() for n in estimators.split(",") if n.strip()]
-        if not names:
-            raise ValueError("--estimators names no estimator")
+        source = one_trace(path, trace)
+        names = split_list(estimators, "--estimator") or DEFAULT_ESTIMATORS
         if not 0.0 <= warmup < 1.0:
             raise ValueError(f"--warmup must be in [0, 1), got {warmup}")
-        chosen = build_estimators(names, seed, warmup)
-        read = read_trace(trace, trace_format, skip_bad_rows)
+        require_components(("--estimator", name) for name in names)
+        chosen = build_estimators(list(names), seed, warmup)
+        read = read_trace(source, trace_format, skip_bad_rows)
         result = evaluate(read.trace, chosen, warmup)
     if read.errors:
         typer.echo(f"skipped {len(read.errors)} bad rows; first: {read.errors[0]}", err=True)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from dlsched.cli.columns import two_columns
 from dlsched.cli.errors import user_errors
 from dlsched.presets import HELIOS_ARTIFACT_FIFO_QUEUE_S, calibrate_load, get_preset, presets
 
@@ -15,8 +16,10 @@ preset_app = typer.Typer(help="Named experiment setups from the literature.", no
 @preset_app.command("list")
 def list_presets() -> None:
     """The presets, with their default load scale."""
-    for name, p in sorted(presets().items()):
-        typer.echo(f"{name:14s} load scale {p.default_load_scale:g}: {p.description}")
+    rows = sorted(presets().items())
+    typer.echo(
+        two_columns((n, f"load scale {p.default_load_scale:g}: {p.description}") for n, p in rows)
+    )
 
 
 @preset_app.command()

@@ -1,21 +1,51 @@
-"""A progress bar for long simulations (rich), shown only on a terminal."""
+"""Progress of long runs: a bar on a terminal, a line every so often when stderr is piped
+(a log file, CI, ``2>&1 | tee``), so a run of minutes never looks hung."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from dlsched.sim.simulator import ProgressFn
+ProgressFn = Callable[[int, int], None]
+PIPED_EVERY_S = 30.0
+"""Seconds between two progress lines when stderr is not a terminal."""
+
+
+def _elapsed(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
 
 
 @contextmanager
 def job_progress(label: str, enabled: bool = True) -> Iterator[ProgressFn | None]:
-    """Yields a callback ``(finished, total)`` driving a bar, or None when not on a terminal."""
-    if not enabled or not sys.stderr.isatty():
+    """Yields a callback ``(done, total)``: driving a bar on a terminal, else writing
+    ``LABEL: DONE of TOTAL (P%), H:MM:SS elapsed`` to stderr at most every
+    :data:`PIPED_EVERY_S` seconds; None when ``enabled`` is false (``--no-progress``)."""
+    if not enabled:
         yield None
+        return
+    if not sys.stderr.isatty():
+        start = time.monotonic()
+        last = start
+
+        def report(done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last < PIPED_EVERY_S:
+                return
+            last = now
+            share = f" ({100 * done / total:.0f}%)" if total else ""
+            print(
+                f"{label}: {done:,} of {total:,}{share}, {_elapsed(now - start)} elapsed",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        yield report
         return
     with Progress(
         "[progress.description]{task.description}",

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from dlsched.cli.errors import user_errors
+from dlsched.cli.options import ForceOpt, split_list
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.outdir import check_replaceable
+from dlsched.metrics.rundir import write_run
+from dlsched.outdir import DirKind
 from dlsched.perf.model import PS
 from dlsched.ps.machines import machines_from_cluster
 from dlsched.ps.workload import DEFAULT_TRACE, build_workload, workload_trace
@@ -18,7 +20,10 @@ from dlsched.runner import Experiment, run_experiment
 from dlsched.sim.config import SimConfig
 from dlsched.sim.groups import check_choice
 from dlsched.sim.simulator import with_task_resources
-from dlsched.trace.io import write_parquet
+from dlsched.trace.io import PARQUET_FILE, write_parquet
+
+TRACE_FILE = "trace.parquet"
+DEFAULT_POLICIES = ("smd", "optimus", "fifo", "tiresias")
 
 ps_app = typer.Typer(
     help="Parameter-server jobs: the layered model zoo and SMD scheduling.", no_args_is_help=True
@@ -48,13 +53,15 @@ def workload_cmd(
         float, typer.Option(help="Multiply the trace's inter-arrival times (below 1: more load).")
     ] = 0.01,
     seed: Annotated[int, typer.Option(help="Seed of the model draw.")] = 0,
-    trace: Annotated[str, typer.Option(help="Bundled trace giving arrivals.")] = DEFAULT_TRACE,
+    trace: Annotated[
+        str, typer.Option(help="Trace giving arrivals and GPUs: a file, or a bundled name.")
+    ] = DEFAULT_TRACE,
+    force: ForceOpt = False,
 ) -> None:
-    """Write a PS workload as a trace of `ps` jobs (arrivals and GPU requests from the Philly
-    trace, networks from the zoo), to simulate alone or merged with other traces."""
+    """Write a PS workload as a trace of `ps` jobs (arrivals and GPU requests from a trace,
+    networks from the zoo), to simulate alone or merged with other traces."""
     with user_errors():
-        if out.exists():
-            raise ValueError(f"--out {out} exists; refusing to overwrite it")
+        PARQUET_FILE.check(out, force, inputs=[trace])
         machines = machines_from_cluster(with_task_resources(resolve_cluster(cluster)))
         workload = build_workload(jobs, machines, seed=seed, trace=trace, time_scale=time_scale)
         write_parquet(workload_trace(workload, f"ps-workload:{trace}"), out)
@@ -66,9 +73,13 @@ def simulate_cmd(
     out: Annotated[Path, typer.Option("--out", help="Directory of the runs (one per policy).")],
     jobs: Annotated[int, typer.Option("--jobs", help="Jobs taken from the trace.")] = 200,
     policy: Annotated[
-        str,
-        typer.Option("--policy", help="Comma-separated policies (dlsched list policies; kind ps)."),
-    ] = "smd,optimus,fifo,tiresias",
+        list[str] | None,
+        typer.Option(
+            "--policy",
+            help="Policies to compare, repeated or comma-separated (dlsched list policies; "
+            "kind ps). Default: smd, optimus, fifo, tiresias.",
+        ),
+    ] = None,
     cluster: Annotated[
         str, typer.Option(help="Cluster: built-in name, TOML file, or shorthand 8x4.")
     ] = "8x4",
@@ -76,29 +87,36 @@ def simulate_cmd(
         float, typer.Option(help="Multiply the trace's inter-arrival times (below 1: more load).")
     ] = 0.01,
     seed: Annotated[int, typer.Option(help="Seed of the model draw and of the runs.")] = 0,
-    trace: Annotated[str, typer.Option(help="Bundled trace giving arrivals.")] = DEFAULT_TRACE,
+    trace: Annotated[
+        str, typer.Option(help="Trace giving arrivals and GPUs: a file, or a bundled name.")
+    ] = DEFAULT_TRACE,
+    force: ForceOpt = False,
 ) -> None:
     """Simulate a PS workload (arrivals from the Philly trace, networks from the zoo) under
     each policy. Writes OUT/trace.parquet and one standard run directory per policy
     (OUT/POLICY: jobs, timeline, config, summary), which `dlsched compare` and `sweep` read."""
     with user_errors():
-        names = [p.strip() for p in policy.split(",") if p.strip()]
-        if not names:
-            raise ValueError("--policy names no policy")
+        names = list(split_list(policy, "--policy")) or list(DEFAULT_POLICIES)
         for name in names:
             check_choice({PS}, name, {}, {})
-        check_replaceable(out, {"trace.parquet", *names}, "ps simulate output")
+        kind = DirKind("ps simulate output", {TRACE_FILE, *names})
+        kind.check(out, force, inputs=[trace])
         spec = resolve_cluster(cluster)
         machines = machines_from_cluster(with_task_resources(spec))
         workload = build_workload(jobs, machines, seed=seed, trace=trace, time_scale=time_scale)
-        out.mkdir(parents=True, exist_ok=True)
-        trace_path = out / "trace.parquet"
-        write_parquet(workload_trace(workload, f"ps-workload:{trace}"), trace_path)
-        summaries = []
-        for name in names:
-            exp = Experiment(str(trace_path), cluster, SimConfig(policy=name, seed=seed))
-            result = run_experiment(exp, out / name)
-            summaries.append(result.summary)
+        final_trace = str((out / TRACE_FILE).resolve())
+        summaries: list[dict[str, Any]] = []
+
+        def fill(tmp: Path) -> None:
+            write_parquet(workload_trace(workload, f"ps-workload:{trace}"), tmp / TRACE_FILE)
+            for name in names:
+                exp = Experiment(str(tmp / TRACE_FILE), cluster, SimConfig(policy=name, seed=seed))
+                result = run_experiment(exp)
+                config = {**exp.to_dict(), "trace": final_trace}
+                write_run(tmp / name, result.jobs, result.timeline, result.summary, config)
+                summaries.append(result.summary)
+
+        kind.write(out, fill, force)
     base = summaries[0]["avg_jct_s"]
     for name, s in zip(names, summaries, strict=True):
         ratio = "" if not base or s["avg_jct_s"] is None else f"  ({s['avg_jct_s'] / base:.2f}x)"

@@ -1,7 +1,8 @@
 """``dlsched serve | submit | jobs | cancel``: run the live service and talk to it.
 
 The service needs the ``service`` extra (``pip install 'dlsched[service]'``); these commands
-import it only when run, so the rest of the CLI works without it.
+check for it first and import it only when run, so the rest of the CLI works without it. The
+client commands import nothing of the simulator (they start in a fraction of a second).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from dlsched.cli.errors import user_errors
-from dlsched.cli.simulate_cmd import parse_options
+from dlsched.cli.errors import USER_ERROR, print_error, user_errors
+from dlsched.cli.options import parse_options, single
+from dlsched.extras import require, require_components
 
 if TYPE_CHECKING:
     from dlsched.service.client import ServiceClient
@@ -36,26 +37,18 @@ TokenOpt = Annotated[
 ]
 
 
-def _missing_extra(exc: ImportError) -> typer.Exit:
-    Console(stderr=True).print(
-        f"[bold red]error:[/] the service needs the 'service' extra "
-        f"(pip install 'dlsched[service]'): {escape(str(exc))}"
-    )
-    return typer.Exit(2)
-
-
 @contextmanager
 def _client(url: str | None, token_file: Path | None) -> Iterator[ServiceClient]:
+    """A client of the service (callers first :func:`require` the service extra, naming
+    themselves in the message)."""
+    from dlsched.service.client import ClientError, ServiceClient, resolve_endpoint
+
     try:
-        from dlsched.service.client import ClientError, ServiceClient, resolve_endpoint
-    except ImportError as exc:
-        raise _missing_extra(exc) from exc
-    try:
-        base, token = resolve_endpoint(url, token_file)
-        with ServiceClient(base, token) as client:
+        end = resolve_endpoint(url, token_file)
+        with ServiceClient(end.url, end.token, token_from=end.token_from) as client:
             yield client
     except ClientError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+        print_error(str(exc))
         raise typer.Exit(1) from exc
 
 
@@ -118,13 +111,18 @@ def serve(
     ] = 60.0,
 ) -> None:
     """Run the live scheduler service (REST API, dashboard, control loop). Bad options (an
-    unknown policy option, --ray-address without --backend ray) are reported before anything
-    starts."""
-    try:
-        from dlsched.service.server import ServiceConfig
-        from dlsched.service.server import serve as run_service
-    except ImportError as exc:
-        raise _missing_extra(exc) from exc
+    unknown policy option, --ray-address without --backend ray, a port in use) are reported
+    before anything is created. Relative paths (--db, --token-file, --work-dir) are relative
+    to the directory serve starts in."""
+    require("dlsched serve", "service")
+    with user_errors():
+        single(policy, "--policy", "a service runs one policy")
+        require_components([("--policy", policy), ("--backend", backend)])
+        if db.startswith(("postgresql://", "postgres://")):
+            require("--db postgresql://...", "postgres")
+    from dlsched.service.server import PortInUse, ServiceConfig
+    from dlsched.service.server import serve as run_service
+
     with user_errors():
         config = ServiceConfig(
             cluster=cluster,
@@ -143,7 +141,11 @@ def serve(
             service_id=service_id,
             lease_s=lease,
         )
-        run_service(config, announce=lambda line: typer.echo(line))
+        try:
+            run_service(config, announce=lambda line: typer.echo(line))
+        except PortInUse as exc:
+            print_error(f"{exc}; choose another with --port (--port 0: any free port)")
+            raise typer.Exit(USER_ERROR) from exc
 
 
 def submit(
@@ -187,6 +189,7 @@ def submit(
         body["application"] = application
     if max_gpus is not None:
         body["max_gpus"] = max_gpus
+    require("dlsched submit", "service")
     with _client(url, token_file) as client:
         job = client.submit(body)
     typer.echo(f"submitted {job['id']} ({job['name']}, {job['gpus']} GPUs)")
@@ -211,6 +214,7 @@ def jobs(
 ) -> None:
     """List jobs: queue, running and finished, with the GPUs they hold (an elastic job: its
     current count, and the requested one beside it when they differ) and their nodes."""
+    require("dlsched jobs", "service")
     with _client(url, token_file) as client:
         records = client.jobs(state, user)
     if as_json:
@@ -258,6 +262,7 @@ def cancel(
     token_file: TokenOpt = None,
 ) -> None:
     """Cancel a job (a running one is stopped first)."""
+    require("dlsched cancel", "service")
     with _client(url, token_file) as client:
         record = client.cancel(job)
     typer.echo(f"{record['id']}: {record['state']}")

@@ -10,11 +10,19 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
+from dlsched.cli.options import (
+    ForceOpt,
+    ProgressOpt,
+    TraceOpt,
+    parse_options,
+    single,
+    split_list,
+)
 from dlsched.cli.progress import job_progress
-from dlsched.metrics.rundir import check_replaceable
+from dlsched.metrics.rundir import RUN_DIR
 from dlsched.policy.registry import policies
 from dlsched.presets import get_preset
-from dlsched.runner import Experiment, Selection, run_experiment
+from dlsched.runner import Experiment, Selection, check_extras, run_experiment
 from dlsched.sim.config import CheckpointConfig, FaultConfig, PowerConfig, SimConfig
 
 BACKFILL_OPTION = "allow_backfill"
@@ -25,21 +33,6 @@ POWER_KEYS = (
     "wakeups",
     "extra_queue_fraction",
 )
-
-
-def parse_options(items: list[str], flag: str = "--policy-opt") -> dict[str, str]:
-    """Read repeated ``KEY=VALUE`` items of ``flag`` into a dict; a malformed item or a key
-    given twice raises ``ValueError`` naming the flag (a repeat is never silently dropped)."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
-        if key in out:
-            raise ValueError(f"{flag} gives {key!r} twice ({out[key]!r} and {value.strip()!r})")
-        out[key] = value.strip()
-    return out
 
 
 def _backfills(cls: type) -> bool:
@@ -62,9 +55,7 @@ def check_backfill(policy: str) -> None:
 
 def simulate(
     out: Annotated[Path, typer.Option(help="Run directory to write.")],
-    trace: Annotated[
-        str | None, typer.Option(help="Trace file (any supported format, or Parquet).")
-    ] = None,
+    trace: TraceOpt = None,
     cluster: Annotated[
         str | None, typer.Option(help="Built-in name, TOML file, or shorthand 32x8.")
     ] = None,
@@ -76,7 +67,9 @@ def simulate(
         float | None,
         typer.Option(help="With --preset: arrivals L times faster (default: the preset's)."),
     ] = None,
-    policy: Annotated[str, typer.Option(help="Policy name (dlsched list policies).")] = "fifo",
+    policy: Annotated[
+        str, typer.Option(help="One policy (dlsched list policies); several: dlsched sweep.")
+    ] = "fifo",
     kind_policy: Annotated[
         list[str] | None,
         typer.Option(
@@ -92,8 +85,11 @@ def simulate(
         ),
     ] = None,
     placement: Annotated[
-        str, typer.Option(help="consolidate, pack, spread or random (dlsched list placements).")
-    ] = "consolidate",
+        str | None,
+        typer.Option(
+            help="consolidate (default), pack, spread or random (dlsched list placements)."
+        ),
+    ] = None,
     estimator: Annotated[
         str | None, typer.Option(help="Duration estimator for policies that need one (qssf).")
     ] = None,
@@ -113,7 +109,9 @@ def simulate(
     skip_bad_rows: Annotated[bool, typer.Option(help="Drop bad trace rows (reported).")] = False,
     start: Annotated[str | None, typer.Option(help="Only jobs submitted at/after.")] = None,
     end: Annotated[str | None, typer.Option(help="Only jobs submitted before.")] = None,
-    vc: Annotated[list[str] | None, typer.Option(help="Only these VCs (repeatable).")] = None,
+    vc: Annotated[
+        list[str] | None, typer.Option(help="Only these VCs (repeated or comma-separated).")
+    ] = None,
     gpu_only: Annotated[bool, typer.Option(help="Only jobs that use GPUs.")] = False,
     subsample: Annotated[
         float | None, typer.Option(help="Keep a fraction (<1) or a count (>=1) of jobs.")
@@ -144,12 +142,13 @@ def simulate(
         bool,
         typer.Option(help="With --power-manager: also run without it and report the difference."),
     ] = True,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: ProgressOpt = True,
+    force: ForceOpt = False,
 ) -> None:
     """Replay a trace on a cluster under a policy; write jobs, timeline, config and summary to
     OUT. With --preset, the preset fixes trace, cluster, job selection and placement."""
     with user_errors(BAD_ROWS_HINT):
-        check_replaceable(out)
+        single(policy, "--policy", "to compare policies, run dlsched sweep --policy A,B")
         options = parse_options(policy_opt or [])
         if backfill:
             check_backfill(policy)
@@ -158,7 +157,7 @@ def simulate(
             policy=policy,
             policy_options=options,
             kind_policies=parse_options(kind_policy or [], "--kind-policy"),
-            placement=placement,
+            placement=placement or "consolidate",
             estimator=estimator,
             seed=seed,
             use_partitions=not no_partitions,
@@ -175,14 +174,31 @@ def simulate(
         selection = Selection(
             start=start,
             end=end,
-            vcs=tuple(vc or ()),
+            vcs=split_list(vc, "--vc"),
             gpu_only=gpu_only,
             subsample=subsample,
             submit_scale=submit_scale,
         )
         if preset is not None:
-            if trace is not None or cluster is not None:
-                raise ValueError("--preset sets the trace and cluster; drop --trace/--cluster")
+            fixed = {
+                "--trace": trace is not None,
+                "--cluster": cluster is not None,
+                "--placement": placement is not None,
+                "--format": trace_format is not None,
+                "--skip-bad-rows": skip_bad_rows,
+                "--start": start is not None,
+                "--end": end is not None,
+                "--vc": bool(vc),
+                "--gpu-only": gpu_only,
+                "--subsample": subsample is not None,
+                "--submit-scale": submit_scale != 1.0,
+            }
+            if any(fixed.values()):
+                given = ", ".join(flag for flag, on in fixed.items() if on)
+                raise ValueError(
+                    f"--preset fixes the trace, cluster, job selection and placement; drop "
+                    f"{given} (or give --trace and --cluster instead of --preset)"
+                )
             exp = get_preset(preset).experiment(config, load_scale)
         elif trace is None or cluster is None:
             raise ValueError("give --trace and --cluster, or --preset")
@@ -190,8 +206,10 @@ def simulate(
             raise ValueError("--load-scale applies to --preset only; use --submit-scale")
         else:
             exp = Experiment(trace, cluster, config, selection, trace_format, skip_bad_rows)
-        with job_progress(f"simulating {policy}", progress) as bar:
-            result = run_experiment(exp, out, progress=bar)
+        RUN_DIR.check(out, force, inputs=[p for p in (exp.trace, exp.cluster, faults) if p])
+        check_extras(exp.sim)
+        with job_progress(f"simulating {policy}, jobs finished", progress) as bar:
+            result = run_experiment(exp, out, progress=bar, force=force)
     s = result.summary
     shown = {
         k: s[k]

@@ -8,34 +8,46 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import user_errors
+from dlsched.cli.options import ProgressOpt, seeds, split_list
 from dlsched.cli.progress import job_progress
+from dlsched.extras import install_hint
 from dlsched.sweep.grid import Grid, load_grid
 from dlsched.sweep.run import run_sweep
 
-
-def _names(text: str | None, flag: str) -> tuple[str, ...]:
-    if text is None:
-        raise ValueError(f"give {flag} (comma-separated) or --grid FILE")
-    return tuple(p.strip() for p in text.split(",") if p.strip())
+ListOpt = list[str] | None
 
 
-def _seeds(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise ValueError(f"--seeds expects comma-separated integers, got {text!r}") from None
+def _axis(values: ListOpt, flag: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+    found = split_list(values, flag) or default
+    if not found:
+        raise ValueError(f"give {flag} (repeated or comma-separated) or --grid FILE")
+    return found
+
+
+def _clusters(values: ListOpt) -> tuple[str, ...]:
+    # Not split at commas: a shorthand such as v100:16x4,k80:8x4 is one cluster.
+    if not values:
+        raise ValueError("give --cluster (repeated for several) or --grid FILE")
+    return tuple(values)
 
 
 def sweep(
-    out: Annotated[Path, typer.Option(help="Sweep directory (rerun to resume).")],
+    out: Annotated[Path, typer.Option(help="Sweep directory (an existing sweep is resumed).")],
     grid: Annotated[
         Path | None, typer.Option(help="TOML grid file instead of the list options.")
     ] = None,
-    trace: Annotated[str | None, typer.Option(help="Trace file(s), comma-separated.")] = None,
-    cluster: Annotated[str | None, typer.Option(help="Cluster(s), comma-separated.")] = None,
-    policy: Annotated[str | None, typer.Option(help="Policies, comma-separated.")] = None,
-    placement: Annotated[str, typer.Option(help="Placements, comma-separated.")] = ("consolidate"),
-    seeds: Annotated[str, typer.Option(help="Seeds, comma-separated.")] = "0",
+    trace: Annotated[
+        ListOpt, typer.Option(help="Trace files (repeated or comma-separated).")
+    ] = None,
+    cluster: Annotated[
+        ListOpt,
+        typer.Option(help="Clusters, one per --cluster (a shorthand holds commas itself)."),
+    ] = None,
+    policy: Annotated[ListOpt, typer.Option(help="Policies (repeated or comma-separated).")] = None,
+    placement: Annotated[
+        ListOpt, typer.Option(help="Placements (repeated or comma-separated; consolidate).")
+    ] = None,
+    seed: Annotated[ListOpt, typer.Option(help="Seeds (repeated or comma-separated; 0).")] = None,
     estimator: Annotated[
         str | None, typer.Option(help="Duration estimator for policies that need one.")
     ] = None,
@@ -43,28 +55,36 @@ def sweep(
     ray_address: Annotated[
         str | None, typer.Option(help="Run the cells on this Ray cluster instead.")
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    progress: ProgressOpt = True,
 ) -> None:
     """Run every cell of traces × clusters × policies × placements × seeds not already in OUT,
     then write OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and figures."""
     with user_errors():
         if grid is not None:
-            if any(v is not None for v in (trace, cluster, policy)):
-                raise ValueError("--grid sets the axes; drop --trace/--cluster/--policy")
+            given = {"--trace": trace, "--cluster": cluster, "--policy": policy}
+            if any(given.values()):
+                raise ValueError(
+                    "--grid sets the axes; drop "
+                    + ", ".join(flag for flag, value in given.items() if value)
+                )
             spec = load_grid(grid)
         else:
             spec = Grid(
-                traces=_names(trace, "--trace"),
-                clusters=_names(cluster, "--cluster"),
-                policies=_names(policy, "--policy"),
-                placements=_names(placement, "--placement"),
-                seeds=_seeds(seeds),
+                traces=_axis(trace, "--trace"),
+                clusters=_clusters(cluster),
+                policies=_axis(policy, "--policy"),
+                placements=_axis(placement, "--placement", ("consolidate",)),
+                seeds=seeds(seed) or (0,),
                 estimator=estimator,
             )
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")
-        with job_progress("sweep cells", progress) as bar:
+        with job_progress("sweep, cells done", progress) as bar:
             outcome = run_sweep(spec, out, workers, ray_address, bar)
     typer.echo(f"ran {len(outcome.ran)} cells, reused {len(outcome.reused)}")
     typer.echo((out / "table.md").read_text(), nl=False)
+    if not outcome.figures:
+        typer.echo(
+            f"figures not drawn: they need matplotlib ({install_hint('analysis')})", err=True
+        )
     typer.echo(f"wrote {out}")

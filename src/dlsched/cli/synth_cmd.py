@@ -8,8 +8,14 @@ from typing import Annotated, Any
 import typer
 
 from dlsched.cli.errors import user_errors
+from dlsched.cli.options import ForceOpt
 from dlsched.trace.synth.data import HELIOS_CLUSTERS, REFERENCE_DAY
-from dlsched.trace.synth.helios import HeliosSynthConfig, synthesize_helios, write_helios_synth
+from dlsched.trace.synth.helios import (
+    SYNTH_DIR,
+    HeliosSynthConfig,
+    synthesize_helios,
+    write_helios_synth,
+)
 
 _SHOWN = (
     "gpu_jobs_per_day",
@@ -40,14 +46,16 @@ def synth(
     rate_scale: Annotated[
         float, typer.Option(help="Factor on the published job rate (1 = published load).")
     ] = 1.0,
+    force: ForceOpt = False,
 ) -> None:
     """Generate a Helios-like trace (users, recurring job names, run times, GPUs, states)
     calibrated to the published statistics of a Helios cluster, with its VC cluster, and
     print generated versus published statistics."""
     with user_errors():
+        SYNTH_DIR.check(out, force)
         config = HeliosSynthConfig(like, days, seed, vc_day=vc_day, rate_scale=rate_scale)
         result = synthesize_helios(config)
-        paths = write_helios_synth(result, out)
+        paths = write_helios_synth(result, out, force)
     report = result.calibration
     typer.echo(
         f"{len(result.trace)} jobs ({report['like']}-like, {days:g} days, seed {seed}) -> "

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import user_errors
-from dlsched.trace.io import write_parquet
+from dlsched.cli.options import ForceOpt
+from dlsched.trace.io import PARQUET_FILE, write_parquet
 from dlsched.trace.read import read_trace
 from dlsched.trace.transforms import merge
 
@@ -21,6 +22,7 @@ def merge_cmd(
         list[str] | None,
         typer.Option(help="Job-id prefix of each trace, in order (default: file stems)."),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Merge traces into one: each starts at time 0, its job ids prefixed NAME:, every field
     (job kind included) kept; write it as Parquet."""
@@ -28,8 +30,7 @@ def merge_cmd(
         names = list(name) if name else [p.stem for p in paths]
         if len(names) != len(paths):
             raise ValueError(f"--name given {len(names)} times for {len(paths)} traces")
-        if out.exists() and out.resolve() in {p.resolve() for p in paths}:
-            raise ValueError(f"--out {out} is one of the inputs; refusing to overwrite it")
+        PARQUET_FILE.check(out, force, inputs=paths)
         traces = [(n, read_trace(p).trace) for n, p in zip(names, paths, strict=True)]
         merged = merge(traces, source=f"merge of {', '.join(str(p) for p in paths)}")
         write_parquet(merged, out)

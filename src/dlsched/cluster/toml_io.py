@@ -51,6 +51,7 @@ from dlsched.cluster.spec import (
     ClusterSpec,
     NodeSpec,
 )
+from dlsched.outdir import FileKind
 
 T = TypeVar("T")
 
@@ -404,3 +405,16 @@ def write_cluster_toml(spec: ClusterSpec, path: str | os.PathLike[str]) -> Path:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
+
+
+def _is_cluster_file(path: Path) -> bool:
+    try:
+        read_cluster_toml(path)
+    except (ClusterFormatError, OSError, ValueError):
+        return False
+    return True
+
+
+CLUSTER_FILE = FileKind("dlsched cluster file", _is_cluster_file)
+"""Cluster files as a command's output (:mod:`dlsched.outdir`): ``CLUSTER_FILE.check(out,
+force)`` before :func:`write_cluster_toml`, which itself replaces unconditionally."""

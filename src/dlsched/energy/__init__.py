@@ -1,4 +1,4 @@
-"""Cluster Energy Saving (CES) from Helios (Hu et al., SC'21; seeds.md 1.4), offline.
+"""Cluster Energy Saving (CES) from Helios (Hu et al., SC'21), offline.
 
 Read a busy-nodes series (:func:`load_series`, :func:`series_from_run`), forecast it with a
 LightGBM model that only sees the past (:mod:`dlsched.energy.forecast`), decide per 10-minute

@@ -27,7 +27,7 @@ from dlsched.energy.replay import (
     reported_horizons,
 )
 from dlsched.energy.series import STEP_S, STEPS_PER_DAY
-from dlsched.outdir import check_replaceable, write_directory
+from dlsched.outdir import DirKind
 
 STATS_VERSION = 1
 INDEX, STATS = "index.html", "stats.json"
@@ -43,8 +43,8 @@ PUBLISHED_PHILLY = {
     "utilization_after": 0.8880,
     "shortfall_steps": 6,
     "window": "2017-12-01 … 2017-12-14",
-    "source": "a faithful re-run of the Helios artifact's CES on the Philly node series "
-    "(seeds.md 1.4); its forecasts use data up to 2F − 6 steps after each decision",
+    "source": "a faithful re-run of the Helios artifact's CES on its Philly node series "
+    "(philly_node_sequence.csv); its forecasts use data up to 2F − 6 steps after each decision",
 }
 DEFAULT_POWER = PowerModel()
 
@@ -64,8 +64,13 @@ class ReportDirError(ValueError):
     """``out`` names something that is not a replay report and must not be replaced."""
 
 
-def write_report(out: str | Path, result: ReplayResult) -> Path:
-    """Write the report directory ``out`` atomically, replacing an earlier report there.
+REPORT_DIR = DirKind("energy report", REPORT_FILES, ReportDirError)
+"""Replay reports as outputs (:mod:`dlsched.outdir`)."""
+
+
+def write_report(out: str | Path, result: ReplayResult, force: bool = False) -> Path:
+    """Write the report directory ``out`` atomically; an earlier report there is replaced only
+    with ``force``.
 
     Raises :class:`ReportDirError` when ``out`` is a file, a symlink or a directory holding
     anything a report does not write. Needs matplotlib (``pip install 'dlsched[analysis]'``).
@@ -79,12 +84,7 @@ def write_report(out: str | Path, result: ReplayResult) -> Path:
         (tmp / STATS).write_text(json.dumps(stats, indent=1, allow_nan=False) + "\n")
         (tmp / INDEX).write_text(render_html(result, stats), encoding="utf-8")
 
-    return write_directory(out, REPORT_FILES, "energy report", fill, ReportDirError)
-
-
-def check_report_target(out: Path) -> None:
-    """Refuse an ``out`` that exists and is not a (possibly empty) replay report directory."""
-    check_replaceable(out, REPORT_FILES, "energy report", ReportDirError)
+    return REPORT_DIR.write(out, fill, force)
 
 
 def report_stats(result: ReplayResult) -> dict[str, Any]:
@@ -250,7 +250,7 @@ def render_html(result: ReplayResult, stats: dict[str, Any]) -> str:
         parts.append(
             _p(
                 f"Published column: {published['source']}; window {published['window']}. "
-                f"From {HELIOS_CITATION}, as restated in seeds.md 1.4."
+                f"Method and parameters: {HELIOS_CITATION}."
             )
         )
     parts += [
@@ -318,7 +318,7 @@ def _split_rule(result: ReplayResult) -> str:
     spec = result.config.split
     if result.split_mode == "months":
         return (
-            "by calendar months (seeds.md 1.4): test on the last month, validate on the month "
+            "by calendar months, as in Helios: test on the last month, validate on the month "
             "before, train on everything earlier"
         )
     if result.split_mode == "fractions":

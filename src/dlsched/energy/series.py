@@ -435,7 +435,7 @@ def _resample(
         raise SeriesError(
             shown,
             len(gaps) - len(shown),
-            "pass --fill-gaps (fill_gaps=True) to forward-fill the missing 10-minute steps; "
+            "pass --fill-gaps to forward-fill the missing 10-minute steps; "
             "the repair is listed in stats.json",
         )
     bins = np.floor(times / STEP_S).astype(np.int64)

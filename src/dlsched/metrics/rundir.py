@@ -1,7 +1,7 @@
 """The run directory: ``jobs.parquet``, ``timeline.parquet``, ``config.json``, ``summary.json``.
 
-A run directory is written whole or not at all: files go to a fresh sibling directory that is
-renamed into place at the end, so a crash never leaves a half-written run behind.
+A run directory is written whole or not at all, and replaces an earlier run only when asked to
+(:mod:`dlsched.outdir` holds the rule every output follows).
 """
 
 from __future__ import annotations
@@ -13,20 +13,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dlsched.outdir import check_replaceable as check_directory
-from dlsched.outdir import write_directory
+from dlsched.outdir import DirKind
 
 RUN_FILES = ("jobs.parquet", "timeline.parquet", "config.json", "summary.json")
 
 
 class RunDirError(ValueError):
-    """A directory is not a complete dlsched run, or may not be replaced by one."""
+    """A directory is not a complete dlsched run, or may not be (re)placed by one."""
 
 
-def check_replaceable(out: Path) -> None:
-    """Refuse an ``out`` that exists and is not a run directory (see
-    :func:`dlsched.outdir.check_replaceable`)."""
-    check_directory(out, RUN_FILES, "run directory", RunDirError)
+RUN_DIR = DirKind("run directory", RUN_FILES, RunDirError)
+"""Run directories as outputs: ``RUN_DIR.check(out, force)`` before a run."""
 
 
 def write_run(
@@ -35,9 +32,10 @@ def write_run(
     timeline: pa.Table,
     summary: dict[str, Any],
     config: dict[str, Any],
+    force: bool = False,
 ) -> Path:
-    """Write a run directory atomically, replacing any previous run at ``out`` (and nothing
-    else: see :func:`check_replaceable`)."""
+    """Write a run directory atomically. An earlier run at ``out`` is replaced only with
+    ``force``, and nothing but a run ever is (:class:`RunDirError` otherwise)."""
 
     def fill(tmp: Path) -> None:
         pq.write_table(jobs, tmp / "jobs.parquet")
@@ -45,7 +43,7 @@ def write_run(
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
-    return write_directory(out, RUN_FILES, "run directory", fill, RunDirError)
+    return RUN_DIR.write(out, fill, force)
 
 
 def read_summary(run: str | Path) -> dict[str, Any]:

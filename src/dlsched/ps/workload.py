@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 from dlsched.ps.job import PsJob
@@ -49,11 +50,12 @@ def build_workload(
     max_workers: int = 8,
     max_servers: int = 4,
 ) -> tuple[PsJob, ...]:
-    """``count`` jobs (module docstring). ValueError if the trace holds fewer jobs from
-    ``start``."""
+    """``count`` jobs (module docstring); ``trace`` is a trace file or a bundled trace's name.
+    ValueError if the trace holds fewer jobs from ``start``."""
     if count < 1 or time_scale <= 0 or not 0 < min_s <= max_s:
         raise ValueError("need count >= 1, time_scale > 0 and 0 < min_s <= max_s")
-    table = read_trace(bundled_trace_path(trace)).trace.table
+    source = Path(trace) if Path(trace).is_file() else bundled_trace_path(trace)
+    table = read_trace(source).trace.table
     if start < 0 or start + count > table.num_rows:
         raise ValueError(
             f"trace {trace!r} has {table.num_rows} jobs; cannot take {count} from {start}"

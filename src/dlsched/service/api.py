@@ -1,6 +1,6 @@
 """The REST API (FastAPI): jobs, cluster, metrics; the dashboard's static files at ``/``.
 
-Endpoints (JSON; OpenAPI docs at ``/docs``):
+Endpoints (JSON; OpenAPI at ``/openapi.json``, rendered offline at ``/docs/``):
 ``GET /jobs?state=&user=``, ``GET /jobs/{id}``, ``GET /jobs/{id}/events``, ``POST /jobs`` (201),
 ``DELETE /jobs/{id}`` (202; 409 if already finished), ``GET /cluster``, ``GET /metrics``.
 Mutations need ``Authorization: Bearer <token>`` (see :mod:`dlsched.service.guard`); a bad body
@@ -55,6 +55,10 @@ def create_app(
         title="dlsched service",
         description="Submit, list and cancel deep-learning jobs; cluster state and metrics.",
         version="1",
+        # Served by the dashboard's own docs/ page instead: FastAPI's pages load their
+        # scripts from a CDN, which leaves them blank on a machine without internet.
+        docs_url=None,
+        redoc_url=None,
     )
     store, controller = ctx.store, ctx.controller
 

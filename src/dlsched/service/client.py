@@ -1,14 +1,16 @@
 """A small client of the service's API, used by the CLI.
 
-It finds the service through explicit arguments, else ``DLSCHED_URL`` and ``DLSCHED_TOKEN``
-(or ``DLSCHED_TOKEN_FILE``), else ``http://127.0.0.1:8765/`` and the token file beside
-``state.db`` in the current directory (the defaults of ``dlsched serve``).
+It finds the service through explicit arguments (``--url``, ``--token-file``), else
+``DLSCHED_URL`` and ``DLSCHED_TOKEN`` (or ``DLSCHED_TOKEN_FILE``), else
+``http://127.0.0.1:8765/`` and the token file ``state.db.token`` in the current directory (the
+defaults of ``dlsched serve``). A refused request (401) says where the token was looked for.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +24,44 @@ class ClientError(RuntimeError):
     """The service refused a request or could not be reached; the message says why."""
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the client sends its requests: ``url``, the ``token`` (None when none was found;
+    GETs need none) and ``token_from``, where the token was looked for, for messages."""
+
+    url: str
+    token: str | None
+    token_from: str
+
+
+TOKEN_FIX = (
+    "point the client at the token file dlsched serve printed at start-up (by default "
+    "<db>.token beside its database) with --token-file PATH or DLSCHED_TOKEN_FILE=PATH"
+)
+
+
 def resolve_endpoint(
     url: str | None, token_file: Path | None, environ: Mapping[str, str] | None = None
-) -> tuple[str, str | None]:
-    """The service URL and token (None when none is found; GETs need none)."""
+) -> Endpoint:
+    """The service URL and token (module docstring for the order they are looked for in)."""
     env = os.environ if environ is None else environ
-    base = url or env.get("DLSCHED_URL") or DEFAULT_URL
-    token: str | None = None
+    base = (url or env.get("DLSCHED_URL") or DEFAULT_URL).rstrip("/")
     if token_file is not None:
-        token = _read_token(token_file)
-    elif env.get("DLSCHED_TOKEN"):
-        token = env["DLSCHED_TOKEN"].strip()
-    elif env.get("DLSCHED_TOKEN_FILE"):
-        token = _read_token(Path(env["DLSCHED_TOKEN_FILE"]))
-    elif DEFAULT_TOKEN_FILE.is_file():
-        token = _read_token(DEFAULT_TOKEN_FILE)
-    return base.rstrip("/"), token
+        return Endpoint(base, _read_token(token_file), f"--token-file {token_file}")
+    if env.get("DLSCHED_TOKEN"):
+        return Endpoint(base, env["DLSCHED_TOKEN"].strip(), "$DLSCHED_TOKEN")
+    if env.get("DLSCHED_TOKEN_FILE"):
+        path = Path(env["DLSCHED_TOKEN_FILE"])
+        return Endpoint(base, _read_token(path), f"$DLSCHED_TOKEN_FILE ({path})")
+    default = DEFAULT_TOKEN_FILE.absolute()
+    if DEFAULT_TOKEN_FILE.is_file():
+        return Endpoint(base, _read_token(DEFAULT_TOKEN_FILE), f"the default token file {default}")
+    return Endpoint(
+        base,
+        None,
+        f"nowhere: no --token-file, no $DLSCHED_TOKEN or $DLSCHED_TOKEN_FILE, and no default "
+        f"token file {default}",
+    )
 
 
 def _read_token(path: Path) -> str:
@@ -48,10 +72,14 @@ def _read_token(path: Path) -> str:
 
 
 class ServiceClient:
-    """Calls the API at ``url`` with ``token`` (needed for submit and cancel)."""
+    """Calls the API at ``url`` with ``token`` (needed for submit and cancel); ``token_from``
+    says where the token came from, for the message of a refused request."""
 
-    def __init__(self, url: str, token: str | None, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None, timeout: float = 30.0, token_from: str | None = None
+    ) -> None:
         self.url = url.rstrip("/")
+        self.token_from = token_from
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
@@ -68,13 +96,19 @@ class ServiceClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ClientError(f"cannot reach the service at {self.url}: {exc}") from None
+            raise ClientError(
+                f"cannot reach the service at {self.url}: {exc}; is dlsched serve running "
+                "there? Point the client elsewhere with --url or DLSCHED_URL"
+            ) from None
         if response.status_code >= 400:
             try:
                 detail = response.json().get("detail", response.text)
             except ValueError:
                 detail = response.text
-            raise ClientError(f"{method} {path}: HTTP {response.status_code}: {detail}")
+            message = f"{method} {path}: HTTP {response.status_code}: {detail}"
+            if response.status_code == 401 and self.token_from is not None:
+                message += f". The token was taken from {self.token_from}; {TOKEN_FIX}"
+            raise ClientError(message)
         return response.json()
 
     def submit(self, body: Mapping[str, Any]) -> dict[str, Any]:

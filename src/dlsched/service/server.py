@@ -7,11 +7,15 @@ clean restart are the same path).
 
 from __future__ import annotations
 
+import dataclasses
+import errno
+import signal
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 from dlsched.backends.base import Backend
 from dlsched.backends.factory import BACKENDS, create_backend
@@ -59,6 +63,23 @@ class ServiceConfig:
     service_id: str | None = None
     lease_s: float = DEFAULT_LEASE_S
 
+    def resolved(self, cwd: Path | None = None) -> ServiceConfig:
+        """This config with every path absolute (relative ones taken from ``cwd``, default the
+        current directory): the token file, the work directory and a SQLite store. Resolved
+        once at start-up, because jobs run in their own directories and the back ends hand
+        these paths to them."""
+        base = Path.cwd() if cwd is None else cwd
+        target = self.store_target
+        db: str | Path = self.db
+        if isinstance(target, SqliteTarget):
+            db = base / target.path
+        return dataclasses.replace(
+            self,
+            db=db,
+            token_file=base / self.token_path,
+            work_dir=base / self.jobs_root,
+        )
+
     @property
     def store_target(self) -> StoreTarget:
         """The store ``db`` names; :class:`StoreUrlError` (a ValueError) if none."""
@@ -84,6 +105,7 @@ class Service:
     control loop; :attr:`app` is the ASGI application to serve."""
 
     def __init__(self, config: ServiceConfig, clock: Callable[[], float] = time.time) -> None:
+        config = config.resolved()
         self.config = config
         spec = resolve_cluster(config.cluster)
         policy = create_service_policy(config.policy, config.policy_options)
@@ -155,25 +177,51 @@ class Service:
         self.store.close()
 
 
+class PortInUse(RuntimeError):
+    """Another process listens on the service's address (``str()`` names it)."""
+
+
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port`` (port 0: any free port). Created with an explicit
-    IPPROTO_TCP: asyncio turns Nagle off (TCP_NODELAY) only on connections of such sockets, and
-    with Nagle on a keep-alive response's body waits ~40 ms for the ACK of its headers."""
+    """A listening socket on ``host:port`` (port 0: any free port); :class:`PortInUse` if the
+    address is taken. Created with an explicit IPPROTO_TCP: asyncio turns Nagle off
+    (TCP_NODELAY) only on connections of such sockets, and with Nagle on a keep-alive
+    response's body waits ~40 ms for the ACK of its headers."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(f"{host}:{port} is already in use (another dlsched serve?)") from None
+        raise
     return sock
 
 
+class _StopRequested(Exception):
+    """SIGTERM reached the service after the HTTP server shut down (see :func:`serve`)."""
+
+
+def _stop_requested(signum: int, frame: FrameType | None) -> None:
+    raise _StopRequested
+
+
 def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> None:
-    """Run the service until interrupted; ``announce`` receives the startup lines (URL,
-    token file)."""
+    """Run the service until interrupted (Ctrl-C or SIGTERM: it then stops its loop and its
+    server, closes the store and back end, and returns); ``announce`` receives the startup
+    lines (URL, token file). The address is taken first: if it is in use
+    (:class:`PortInUse`), nothing (store, token file, work directory) has been created."""
     import uvicorn
 
-    service = Service(config)
     sock = bind(config.host, config.port)
+    try:
+        service = Service(config)
+    except BaseException:
+        sock.close()
+        raise
+    config = service.config
     port = sock.getsockname()[1]
     host = f"[{config.host}]" if ":" in config.host else config.host
     try:
@@ -185,7 +233,15 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
             f"store {service.store.label}, service id {service.service_id}"
         )
         server = uvicorn.Server(uvicorn.Config(service.app, log_level="warning", access_log=False))
-        server.run(sockets=[sock])
+        # uvicorn shuts down gracefully on SIGINT/SIGTERM and then raises the signal again:
+        # turn that into a normal return, so the clean-up below runs and the exit status is 0.
+        previous = signal.signal(signal.SIGTERM, _stop_requested)
+        try:
+            server.run(sockets=[sock])
+        except (KeyboardInterrupt, _StopRequested):
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         service.stop()
         sock.close()

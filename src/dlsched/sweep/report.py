@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from scipy import stats
 
+from dlsched.extras import installed
 from dlsched.outdir import write_file_atomic
 from dlsched.sweep.grid import Cell, Grid, cell_dir
 
@@ -76,9 +77,10 @@ def mean_ci(values: list[float]) -> tuple[float, float | None]:
     return mean, float(stats.t.ppf(0.975, arr.size - 1) * sem)
 
 
-def write_report(out: Path) -> None:
+def write_report(out: Path) -> bool:
     """Write results.csv, table.md and the figures for every finished cell of ``out``'s grid
-    (``out/grid.json``, which includes earlier runs' axes) — each file atomically."""
+    (``out/grid.json``, which includes earlier runs' axes) — each file atomically. Returns
+    whether the figures were drawn (they need matplotlib, the ``analysis`` extra)."""
     full = Grid.from_dict(json.loads((out / "grid.json").read_text()))
     cells = [c for c in full.cells() if (cell_dir(out, c) / "summary.json").is_file()]
     rows = [cell_row(out, c) for c in cells]
@@ -87,7 +89,10 @@ def write_report(out: Path) -> None:
     for cell, row in zip(cells, rows, strict=True):
         groups[cell.group].append(row)
     write_file_atomic(out / "table.md", _markdown(groups))
+    if not installed("matplotlib"):
+        return False  # table.md and results.csv carry every number
     _figures(out, groups)
+    return True
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -130,14 +135,21 @@ def _markdown(groups: dict[tuple[str, str, str, str], list[dict[str, Any]]]) -> 
     return "\n".join(lines) + "\n"
 
 
-def _figures(out: Path, groups: dict[tuple[str, str, str, str], list[dict[str, Any]]]) -> None:
-    try:
-        import matplotlib
+def metric_figure(labels: list[str], means: list[float], errors: list[float], label: str) -> Any:
+    """One metric's bar chart (a matplotlib Figure): a bar per group with its 95% CI, titled
+    with the metric; wide enough for its group labels, and laid out so nothing is cut off."""
+    from matplotlib.figure import Figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return  # table.md and results.csv carry every number; figures need dlsched[analysis]
+    fig = Figure(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    ax.bar(range(len(labels)), means, yerr=errors, capsize=4, color="#4878a8")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(label)
+    ax.set_title(f"{label}\nmean over seeds with 95% confidence interval", fontsize=10)
+    return fig
+
+
+def _figures(out: Path, groups: dict[tuple[str, str, str, str], list[dict[str, Any]]]) -> None:
     labels = [" / ".join([Path(g[0]).stem, g[1], g[2], g[3]]) for g in groups]
     for key, label in METRICS:
         means, errors = [], []
@@ -145,13 +157,6 @@ def _figures(out: Path, groups: dict[tuple[str, str, str, str], list[dict[str, A
             s = _summaries(rows)[key]
             means.append(np.nan if s is None else s[0])
             errors.append(0.0 if s is None or s[1] is None else s[1])
-        fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(labels) + 2), 3.6))
-        ax.bar(range(len(labels)), means, yerr=errors, capsize=4, color="#4878a8")
-        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(label)
-        ax.set_title(f"{label}: mean over seeds, 95% CI")
-        fig.tight_layout()
         png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=110)
-        plt.close(fig)
+        metric_figure(labels, means, errors, label).savefig(png, format="png", dpi=110)
         write_file_atomic(out / f"{key}.png", png.getvalue())

@@ -8,7 +8,9 @@ Layout of the sweep directory ``OUT``::
     OUT/table.md, OUT/*.png  per-group means with 95% confidence intervals over seeds
 
 A cell's run directory is written atomically, so a cell either exists complete or not at all;
-a rerun after an interruption runs only the missing cells. Cells run in a process pool
+a rerun after an interruption runs only the missing cells. The grid is checked (clusters,
+traces, extras) before ``OUT`` is created, and a sweep that fails before any cell is done
+removes the ``OUT`` it created. Cells run in a process pool
 (``workers`` processes) or, given ``ray_address``, as Ray tasks on that cluster (one CPU each).
 """
 
@@ -16,14 +18,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlsched.cluster.parse import resolve_cluster
 from dlsched.outdir import write_file_atomic
-from dlsched.runner import Experiment, run_experiment
+from dlsched.runner import Experiment, check_extras, run_experiment
 from dlsched.sweep.grid import Cell, Grid, GridError, cell_dir
 from dlsched.sweep.report import write_report
 
@@ -37,11 +41,13 @@ class SweepOutcome:
     out: Path
     ran: tuple[str, ...]
     reused: tuple[str, ...]
+    figures: bool = True
 
 
 def run_cell(experiment: dict[str, Any], cell_dir: str) -> str:
-    """Run one cell and write its run directory (the unit of work of every executor)."""
-    run_experiment(Experiment.from_dict(experiment), cell_dir)
+    """Run one cell and write its run directory (the unit of work of every executor). A cell
+    directory without a summary is the sweep's own unfinished cell, and is replaced."""
+    run_experiment(Experiment.from_dict(experiment), cell_dir, force=True)
     return cell_dir
 
 
@@ -61,6 +67,35 @@ def run_sweep(
     Raises GridError if ``out`` holds a sweep of a grid that does not include this one's
     existing cells' coordinates (so unrelated results are never mixed)."""
     out = Path(out)
+    check_grid(grid)
+    created = not out.exists()
+    try:
+        return _run(grid, out, workers, ray_address, progress)
+    except BaseException:
+        if created and not any(out.glob("cells/*/summary.json")):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def check_grid(grid: Grid) -> None:
+    """What can be checked before any cell runs: every cluster resolves, every trace file
+    exists, every extra a cell needs is installed (ValueError / MissingExtra)."""
+    for cluster in grid.clusters:
+        resolve_cluster(cluster)
+    for trace in grid.traces:
+        if not Path(trace).is_file():
+            raise GridError(f"{trace}: no such trace file")
+    for cell in grid.cells():
+        check_extras(grid.experiment(cell).sim)
+
+
+def _run(
+    grid: Grid,
+    out: Path,
+    workers: int | None,
+    ray_address: str | None,
+    progress: ProgressFn | None,
+) -> SweepOutcome:
     out.mkdir(parents=True, exist_ok=True)
     _check_grid_file(out, grid)
     cells = grid.cells()
@@ -75,8 +110,8 @@ def run_sweep(
         done += 1
         if progress is not None:
             progress(done, len(cells))
-    write_report(out)
-    return SweepOutcome(out, tuple(c.key for c in todo), reused)
+    figures = write_report(out)
+    return SweepOutcome(out, tuple(c.key for c in todo), reused, figures)
 
 
 def _pool_runs(jobs: list[tuple[dict[str, Any], str]], workers: int | None) -> Iterator[str]:

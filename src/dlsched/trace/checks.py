@@ -124,12 +124,9 @@ def check_rows(
 
 
 def bad_rows_error(path: str, rows_read: int, errors: tuple[RowError, ...]) -> TraceError:
-    """The TraceError for a file with rejected rows, read without ``skip_bad_rows``."""
-    return TraceError(
-        f"{path}: {len(errors)} of {rows_read} rows rejected "
-        "(read with skip_bad_rows=True to keep the others)",
-        errors,
-    )
+    """The TraceError for a file with rejected rows, read without ``skip_bad_rows`` (the
+    caller says how to keep the good rows: ``--skip-bad-rows`` on the command line)."""
+    return TraceError(f"{path}: {len(errors)} of {rows_read} rows rejected", errors)
 
 
 def _with_value(text: str, column: npt.NDArray[np.float64]) -> Callable[[int], str]:

@@ -12,13 +12,27 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dlsched.outdir import write_file_atomic
+from dlsched.outdir import FileKind, write_file_atomic
 from dlsched.trace.checks import bad_rows_error, check_rows
 from dlsched.trace.errors import RowError, TraceError
 from dlsched.trace.schema import OPTIONAL_SINCE_V2, SCHEMA, Trace, sort_by_submit
 
 SOURCE_KEY = b"dlsched.source"
 ORIGIN_KEY = b"dlsched.origin_unix"
+PARQUET_MAGIC = b"PAR1"
+
+
+def is_parquet(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a file that starts with the Parquet magic bytes (whatever its name)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+PARQUET_FILE = FileKind("Parquet file", is_parquet)
+"""Parquet traces as outputs (:mod:`dlsched.outdir`): only a Parquet file is replaced."""
 
 
 def write_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:

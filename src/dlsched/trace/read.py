@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from dlsched.trace.checks import bad_rows_error, check_rows
 from dlsched.trace.errors import RowError, TraceError
-from dlsched.trace.io import read_parquet_checked
+from dlsched.trace.io import is_parquet, read_parquet_checked
 from dlsched.trace.readers import CSV_FORMATS, FORMAT_NAMES, CsvFormat
 from dlsched.trace.readers.records import LineTrackingReader, parse_records
 from dlsched.trace.schema import Trace, sort_by_submit
@@ -43,8 +43,9 @@ def read_trace(
 ) -> ReadResult:
     """Read a trace file of any known format (see :data:`FORMAT_NAMES`).
 
-    ``format=None`` detects it: a ``.parquet`` file is a canonical trace written by
-    ``write_parquet``; a CSV file's format is recognized from its header columns. Without
+    ``format=None`` detects it: a Parquet file (by its name or its first bytes) is a canonical
+    trace written by ``write_parquet``; a CSV file's format is recognized from its header
+    columns. Without
     ``skip_bad_rows`` any rejected row raises TraceError listing ``file:line: field: reason`` for
     each; with it, the result holds the accepted rows and every error. A file-level problem
     (unreadable, empty, unrecognized header, missing or unexpected column) always raises
@@ -55,7 +56,7 @@ def read_trace(
             f"unknown trace format {format!r}; known formats: {', '.join(FORMAT_NAMES)}"
         )
     name = str(path)
-    if Path(path).suffix.lower() == PARQUET_SUFFIX:
+    if Path(path).suffix.lower() == PARQUET_SUFFIX or is_parquet(path):
         if format not in (None, "canonical"):
             raise TraceError(f"{name}: a Parquet file is a canonical trace, not {format!r}")
         trace, rows_read, errors = read_parquet_checked(path, skip_bad_rows)

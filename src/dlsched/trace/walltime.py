@@ -7,7 +7,7 @@ the zone of the machine running the code.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 WALL_TIME_FORM = "YYYY-MM-DD HH:MM:SS"
 _EPOCH = datetime(1970, 1, 1)
@@ -42,3 +42,8 @@ def parse_date_or_time(text: str) -> float:
     if len(stripped) == 10:
         return parse_wall_time(stripped + " 00:00:00")
     return parse_wall_time(stripped)
+
+
+def format_utc(unix_s: float) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` (UTC) of Unix seconds: the form :func:`parse_wall_time` reads."""
+    return (_EPOCH + timedelta(seconds=unix_s)).strftime("%Y-%m-%d %H:%M:%S")

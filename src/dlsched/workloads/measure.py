@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
-from dlsched.outdir import write_file_atomic
+from dlsched.outdir import FileKind, OutputError
 from dlsched.workloads.status import StatusError, read_status
 
 Key = tuple[str, int, int]
@@ -87,9 +87,26 @@ class ThroughputTable:
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
 
-    def write(self, path: Path) -> None:
-        """Write the table as JSON, atomically."""
-        write_file_atomic(path, self.to_json() + "\n")
+    def write(self, path: Path, force: bool = False) -> None:
+        """Write the table as JSON, atomically; an earlier table at ``path`` is replaced only
+        with ``force``, and nothing else ever is (:data:`TABLE_FILE`)."""
+
+        def put(tmp: Path) -> None:
+            tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+
+        TABLE_FILE.write(path, put, force)
+
+
+def _is_table(path: Path) -> bool:
+    try:
+        ThroughputTable.read(path)
+    except ValueError:
+        return False
+    return True
+
+
+TABLE_FILE = FileKind("throughput table", _is_table)
+"""Throughput tables as outputs (:mod:`dlsched.outdir`)."""
 
 
 def collect_throughputs(status_files: Iterable[Path]) -> ThroughputTable:
@@ -110,18 +127,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dlsched.workloads.measure")
     p.add_argument("dirs", nargs="+", type=Path, help="directories holding job status files")
     p.add_argument("--out", type=Path, default=None, help="JSON table to write")
+    p.add_argument("--force", action="store_true", help="replace an earlier table at --out")
     args = p.parse_args(argv)
     files = sorted(f for d in args.dirs for f in d.rglob("status*.json"))
     try:
+        if args.out is not None:
+            TABLE_FILE.check(args.out, args.force)
         table = collect_throughputs(files)
-    except StatusError as e:
+        if args.out is not None:
+            table.write(args.out, args.force)
+    except (StatusError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"{len(files)} status files")
     for (model, gpus, batch), value in table.points.items():
         print(f"{model:16} gpus={gpus:<3} batch={batch:<5} {value:10.1f} samples/s")
-    if args.out is not None:
-        table.write(args.out)
     return 0
 
 

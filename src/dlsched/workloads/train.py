@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from dlsched.extras import MissingExtra, require
 from dlsched.workloads.config import TrainConfig
 from dlsched.workloads.gpu_log import log_start, log_stop
 from dlsched.workloads.jobenv import JobEnv, JobEnvError
@@ -120,15 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(config: TrainConfig, env: JobEnv, stop: _StopRequest) -> int:
     try:
+        require("python -m dlsched.workloads.train", "train")
         from dlsched.workloads.loop import train
-    except ModuleNotFoundError as e:
-        if e.name != "torch":
-            raise
-        print(
-            "error: the training workload needs PyTorch: pip install 'dlsched[train]' "
-            "(torch==2.13.0, the CPU build)",
-            file=sys.stderr,
-        )
+    except MissingExtra as e:
+        print(f"error: {e}", file=sys.stderr)
         return EXIT_NO_TORCH
     from dlsched.workloads.checkpoint import CheckpointError
     from dlsched.workloads.models import UnknownModelError

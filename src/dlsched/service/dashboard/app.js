@@ -1,6 +1,6 @@
 // dlsched dashboard: polls the service's JSON API (GET jobs, cluster, metrics) and redraws.
-// No build step and no external code: plain DOM and inline SVG. Every value from the API is
-// inserted as text (textContent), never as HTML.
+// No build step and no external code: plain DOM (el, from dom.js) and inline SVG. Every value
+// from the API is inserted as text (textContent), never as HTML.
 "use strict";
 
 const REFRESH_MS = Number(new URLSearchParams(location.search).get("refresh")) || 3000;
@@ -9,22 +9,6 @@ const FINAL = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
 const HOLDING = new Set(["RUNNING", "PREEMPTING"]);
 const STATE_ORDER = ["PENDING", "RUNNING", "PREEMPTING", "COMPLETED", "FAILED", "CANCELLED"];
 const SVG_NS = "http://www.w3.org/2000/svg";
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === null || value === undefined) continue;
-    if (key === "text") node.textContent = value;
-    else if (key === "className") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) {
-    if (child !== null && child !== undefined) {
-      node.append(child);
-    }
-  }
-  return node;
-}
 
 function svg(tag, attrs, text) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -281,6 +265,7 @@ function render(jobs, cluster, metrics) {
     td(duration(j.start_time !== null ? j.start_time - j.submit_time : null), "num"),
     td(j.restarts, "num"),
     td(clock(j.end_time)),
+    td(j.state === "COMPLETED" ? "" : j.reason || "", "reason"),
   ]);
 
   renderChart("chart-utilization", metrics.utilization || [], {

@@ -120,7 +120,7 @@ import numpy as np
 from dlsched.cluster.layout import NodeGroup, expand_groups
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.toml_io import write_cluster_toml
-from dlsched.outdir import write_file_atomic
+from dlsched.outdir import DirKind
 from dlsched.trace.io import write_parquet
 from dlsched.trace.schema import Trace
 from dlsched.trace.synth.calibrate import Calibrated, Draws, JobModel, calibrate
@@ -322,18 +322,26 @@ def _report(
     }
 
 
-def write_helios_synth(synth: HeliosSynth, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
-    """Write ``trace.parquet``, ``cluster.toml`` and ``calibration.json`` into ``out_dir``
-    (created if missing), each atomically. Returns the paths by file name.
+SYNTH_FILES = (TRACE_FILE, CLUSTER_FILE, CALIBRATION_FILE)
+SYNTH_DIR = DirKind("synthetic trace directory", SYNTH_FILES)
+"""Synthetic trace directories as outputs (:mod:`dlsched.outdir`)."""
 
-    Raises ValueError if ``out_dir`` exists and is not a directory.
+
+def write_helios_synth(
+    synth: HeliosSynth, out_dir: str | os.PathLike[str], force: bool = False
+) -> dict[str, Path]:
+    """Write ``trace.parquet``, ``cluster.toml`` and ``calibration.json`` into the directory
+    ``out_dir``, all three or none (an earlier one is replaced only with ``force``; see
+    :mod:`dlsched.outdir`). Returns the paths by file name.
+
+    Raises :class:`dlsched.outdir.OutputError` if ``out_dir`` may not be written.
     """
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{out}: exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {name: out / name for name in (TRACE_FILE, CLUSTER_FILE, CALIBRATION_FILE)}
-    write_parquet(synth.trace, paths[TRACE_FILE])
-    write_cluster_toml(synth.cluster, paths[CLUSTER_FILE])
-    write_file_atomic(paths[CALIBRATION_FILE], json.dumps(synth.calibration, indent=2) + "\n")
-    return paths
+
+    def fill(tmp: Path) -> None:
+        write_parquet(synth.trace, tmp / TRACE_FILE)
+        write_cluster_toml(synth.cluster, tmp / CLUSTER_FILE)
+        (tmp / CALIBRATION_FILE).write_text(json.dumps(synth.calibration, indent=2) + "\n")
+
+    SYNTH_DIR.write(out, fill, force)
+    return {name: out / name for name in SYNTH_FILES}

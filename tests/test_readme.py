@@ -1,0 +1,237 @@
+"""Every command block of README.md, run exactly as written, as a user following the README
+runs it: from the root of a fresh checkout with the public traces beside it in ``../shared``,
+each section's commands in order in one working directory. A README example that breaks, or
+a new block no session covers, fails here.
+
+The live-service blocks start the README's own ``dlsched serve ...`` (default port 8765) in a
+network namespace of their own and check that its jobs really reach their final states.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.readme_commands import (
+    README,
+    REPO,
+    SHARED,
+    inline_commands,
+    is_syntax,
+    make_checkout,
+    readme_blocks,
+    run_command,
+    user_env,
+)
+
+TEXT = README.read_text(encoding="utf-8")
+INLINE_NOT_RUN = {"make system": "make test runs it (as root) before this suite"}
+
+
+@dataclass(frozen=True)
+class Session:
+    """README sections whose blocks run in order in one checkout."""
+
+    headings: tuple[str, ...]
+    shared: bool = False  # needs ../shared/traces
+    slow: bool = False
+    service: bool = False  # starts dlsched serve: run in its own network namespace
+    slurm: bool = False  # on a throwaway Slurm cluster (in this network: slurmctld must resolve
+    # this host's name, so the README's port 8765 must be free here)
+    not_run: dict[str, str] = field(default_factory=dict)  # command -> why this test skips it
+    broken: dict[str, str] = field(default_factory=dict)  # command -> issue; must still fail
+    after_jobs_final: tuple[str, ...] = ()
+
+
+SESSIONS = {
+    "quick-start": Session(
+        ("Quick start (Python 3.11, a fresh machine)",),
+        not_run={"make test": "it is the command that runs this test suite"},
+    ),
+    "workflow": Session(("The workflow", "Command-line conventions"), shared=True),
+    "helios": Session(
+        ("Helios: characterization, duration prediction, QSSF", "A Helios-like trace generator"),
+        shared=True,
+        slow=True,
+    ),
+    "energy": Session(("Energy: CES offline and inside the simulator",), slow=True),
+    "sweeps": Session(("Sweeps",), shared=True, slow=True),
+    "perf": Session(("Performance models from profiles",)),
+    "ps": Session(("Parameter-server jobs: SMD",), slow=True),
+    "elastic": Session(
+        ("Elastic jobs: Pollux workloads",),
+        shared=True,
+        slow=True,
+    ),
+    "mixed": Session(("Mixed workloads",), slow=True),
+    "service": Session(
+        ("The live service", "The training workload and the dashboard"),
+        slow=True,
+        service=True,
+        after_jobs_final=(
+            "python -m dlsched.workloads.measure state.db.jobs --out throughputs.json",
+        ),
+    ),
+    "slurm": Session(("On Slurm",), slow=True, service=True, slurm=True),
+}
+
+
+def session_commands(session: Session) -> list[str]:
+    return [c for b in readme_blocks(TEXT) if b.heading in session.headings for c in b.commands]
+
+
+def test_every_readme_block_belongs_to_a_session() -> None:
+    headings = {h for s in SESSIONS.values() for h in s.headings}
+    blocks = readme_blocks(TEXT)
+    uncovered = [f"README.md:{b.line} ({b.heading})" for b in blocks if b.heading not in headings]
+    assert not uncovered, f"add these README blocks to a session of this test: {uncovered}"
+    empty = [name for name, s in SESSIONS.items() if not session_commands(s)]
+    assert not empty, f"sessions without README commands (a heading renamed?): {empty}"
+
+
+def test_inline_commands_are_syntax_or_run_in_a_block() -> None:
+    """A concrete command in the prose must be one the blocks run; anything else shows syntax
+    (TRACE, JOB, [--json], ...) and cannot be run as written."""
+    fenced = {c for b in readme_blocks(TEXT) for c in b.commands}
+    untested = [
+        c
+        for c in inline_commands(TEXT)
+        if c not in fenced and not is_syntax(c) and c not in INLINE_NOT_RUN
+    ]
+    assert not untested, f"concrete inline commands no block runs: {untested}"
+
+
+def _check_results(session: Session, results: list[dict[str, Any]]) -> None:
+    for r in results:
+        shown = f"{r['command']}\nexit {r['rc']}\n{r.get('err', '')}{r.get('log', '')}"
+        if r["command"] in session.broken:
+            assert r["rc"] != 0, (
+                f"fixed? remove it from the broken commands of this test: {r['command']}"
+            )
+            continue
+        assert r["rc"] == 0, shown
+        assert "Traceback" not in r.get("err", "") + r.get("log", ""), shown
+
+
+def _run_make(checkout: Path, command: str) -> dict[str, Any]:
+    """``make demo`` in a checkout whose ``.venv`` is this environment, already installed (the
+    state after a first ``make demo``: its stamp newer than pyproject.toml)."""
+    shutil.copy(REPO / "Makefile", checkout / "Makefile")
+    shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
+    venv = checkout / ".venv"
+    venv.mkdir()
+    (venv / "bin").symlink_to(Path(sys.executable).parent)
+    (venv / ".core").touch()
+    return run_command(command, checkout, user_env(), 600)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=[pytest.mark.slow] if s.slow else [])
+        for name, s in SESSIONS.items()
+    ],
+)
+def test_readme_session_runs_as_written(name: str, tmp_path: Path) -> None:
+    session = SESSIONS[name]
+    if session.shared and not SHARED.is_dir():
+        pytest.skip("the shared public traces are not available beside the checkout")
+    commands = [c for c in session_commands(session) if c not in session.not_run]
+    checkout = make_checkout(tmp_path)
+    if session.service:
+        results, jobs = _run_service_session(name, session, commands, checkout)
+        _check_results(session, results)
+        _check_service(name, jobs, checkout)
+        return
+    results = []
+    for command in commands:
+        if command.startswith("make "):
+            results.append(_run_make(checkout, command))
+            results.append(_run_make_again(checkout, command))
+        else:
+            results.append(run_command(command, checkout, user_env(), 900))
+    _check_results(session, results)
+    _check_outputs(name, checkout)
+
+
+def _run_make_again(checkout: Path, command: str) -> dict[str, Any]:
+    """The same make command a second time: it replaces its own outputs."""
+    return run_command(command, checkout, user_env(), 600)
+
+
+def _check_outputs(name: str, checkout: Path) -> None:
+    """What the sessions wrote is there (beyond their exit codes)."""
+    expected = {
+        "quick-start": ["runs/demo/fifo/summary.json", "runs/demo/tiresias/summary.json"],
+        "workflow": ["philly.parquet", "runs/fifo/summary.json", "runs/tiresias/summary.json"],
+        "helios": ["report/index.html", "runs/qssf/summary.json", "venus/trace.parquet"],
+        "energy": ["energy/index.html", "runs/ces/summary.json"],
+        "sweeps": ["sweeps/philly/results.csv", "sweeps/philly/table.md"],
+        "ps": ["runs/ps/summary.json"],
+        "elastic": ["runs/ones/summary.json"],
+    }
+    missing = [p for p in expected.get(name, []) if not (checkout / p).is_file()]
+    assert not missing, missing
+    if name == "sweeps":
+        rows = (checkout / "sweeps/philly/results.csv").read_text().splitlines()
+        assert len(rows) == 1 + 6  # 3 policies x 2 seeds
+
+
+def _in_own_network(argv: list[str]) -> list[str]:
+    """``argv`` in a new network namespace with loopback up, when this machine allows it."""
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
+    if shutil.which("unshare") is None or probe.returncode != 0:
+        return argv
+    return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *argv]
+
+
+def _run_service_session(
+    name: str, session: Session, commands: list[str], checkout: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    if session.slurm:
+        from dlsched.testing.slurm_cluster import missing_tools
+
+        missing = missing_tools()
+        if missing:
+            pytest.fail(f"the Slurm session needs {missing}: apt-get install -y slurm-wlm munge")
+    spec_file = checkout.parent / "spec.json"
+    result_file = checkout.parent / "result.json"
+    spec = {
+        "cwd": str(checkout),
+        "commands": commands,
+        "after_jobs_final": list(session.after_jobs_final),
+        "slurm": session.slurm,
+        "timeout": 600,
+        "result": str(result_file),
+    }
+    spec_file.write_text(json.dumps(spec))
+    driver = [sys.executable, str(REPO / "tests" / "readme_commands.py"), str(spec_file)]
+    argv = driver if session.slurm else _in_own_network(driver)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, f"the {name} session did not run:\n{done.stdout}{done.stderr}"
+    result = json.loads(result_file.read_text())
+    return result["results"], result["jobs"]
+
+
+def _check_service(name: str, jobs: list[dict[str, Any]], checkout: Path) -> None:
+    states = {j["name"]: (j["state"], j.get("reason")) for j in jobs}
+    if name == "service":
+        # The README's relative --db: jobs run in their own directories, and still complete.
+        assert states == {
+            "x": ("COMPLETED", None),
+            "long": ("CANCELLED", states["long"][1]),
+            "resnet-a": ("COMPLETED", None),
+        }, states
+        assert (checkout / "state.db").is_file() and (checkout / "state.db.token").is_file()
+        table = json.loads((checkout / "throughputs.json").read_text())
+        assert [(r["model"], r["gpus"]) for r in table] == [("resnet-small", 2)]
+        assert table[0]["samples_per_s"] > 0
+    if name == "slurm":
+        assert "[[nodes]]" in (checkout / "cluster.toml").read_text()

@@ -1,0 +1,29 @@
+"""Driving the system Chromium for the dashboard tests (``apt-get install -y chromium`` and the
+``playwright`` package; never ``playwright install``: the tests drive the system browser).
+Importing this module skips the importing test module where playwright or the service extra
+is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/lib/chromium/chromium")
+
+sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("fastapi")
+
+MARKS = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs apt-get install -y chromium"),
+]
+"""The ``pytestmark`` of a module of browser tests."""
+
+
+def launch(playwright: Any) -> Any:
+    """A headless system Chromium."""
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+    )
