@@ -12,7 +12,7 @@ from dlsched.cli.errors import user_errors
 from dlsched.cli.options import ForceOpt
 from dlsched.trace.io import PARQUET_FILE, write_parquet
 from dlsched.trace.read import read_trace
-from dlsched.trace.transforms import merge
+from dlsched.trace.transforms import merge_traces
 
 
 def merge_cmd(
@@ -32,6 +32,6 @@ def merge_cmd(
             raise ValueError(f"--name given {len(names)} times for {len(paths)} traces")
         PARQUET_FILE.check(out, force, inputs=paths)
         traces = [(n, read_trace(p).trace) for n, p in zip(names, paths, strict=True)]
-        merged = merge(traces, source=f"merge of {', '.join(str(p) for p in paths)}")
+        merged = merge_traces(traces, source=f"merge of {', '.join(str(p) for p in paths)}")
         write_parquet(merged, out)
     typer.echo(f"{len(merged)} jobs from {len(paths)} traces; wrote {out}")

@@ -144,7 +144,7 @@ def _with_table(trace: Trace, table: pa.Table) -> Trace:
     return dataclasses.replace(trace, table=table)
 
 
-def merge(named: Sequence[tuple[str, Trace]], source: str = "merged") -> Trace:
+def merge_traces(named: Sequence[tuple[str, Trace]], source: str = "merged") -> Trace:
     """One trace of several, each rebased to start at 0 and its job ids prefixed with its name
     and ``:`` (so ids stay unique); rows keep every field, ``kind`` included, and are ordered by
     submit time (ties: in the order given). ValueError for a name used twice or empty."""
