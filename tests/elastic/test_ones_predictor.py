@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import beta
 
 from dlsched.elastic.ones_predictor import BetaProgressPredictor
-from dlsched.elastic.perfbook import PerfBook
+from dlsched.perf.perfbook import PerfBook
 from tests.elastic.helpers import job_at
 
 
