@@ -12,7 +12,7 @@ import dlsched.sim.groups
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.registry import elastic_policies
-from dlsched.elastic.types import JobInfo
+from dlsched.elastic.types import ClusterView, JobInfo, cluster_view
 from dlsched.perf.perfbook import PerfBook
 from dlsched.perf.profiles import load_profile
 from dlsched.sim.config import SimConfig
@@ -58,6 +58,11 @@ def run(
     return simulate(
         trace_of(rows), resolve_cluster(cluster), config, record_segments=record_segments
     )
+
+
+def view(text: str) -> ClusterView:
+    """An elastic policy's view of the cluster ``text`` (shorthand or name)."""
+    return cluster_view(resolve_cluster(text))
 
 
 def register(
