@@ -19,14 +19,13 @@ import json
 import random
 import statistics
 import time
+from dataclasses import replace
 from types import MappingProxyType
-
-from dlsched.elastic.run import cluster_view
 
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.policy import place_consolidated
 from dlsched.elastic.registry import create_elastic_policy
-from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo
+from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo, cluster_view
 from dlsched.perf.perfbook import PerfBook
 from dlsched.perf.profiles import load_profile
 
@@ -100,14 +99,8 @@ def trained_history(perf: PerfBook) -> list[FinishedInfo]:
         n = j.num_epochs
         metrics = tuple(curve.metric[:n])
         samples = tuple(j.epoch_size * (e + 1) for e in range(len(metrics)))
-        out.append(FinishedInfo(_replace(j, metrics, samples), 0.0))
+        out.append(FinishedInfo(replace(j, metrics=metrics, samples_at_epoch=samples), 0.0))
     return out
-
-
-def _replace(j: JobInfo, metrics: tuple[float, ...], samples: tuple[float, ...]) -> JobInfo:
-    from dataclasses import replace
-
-    return replace(j, metrics=metrics, samples_at_epoch=samples)
 
 
 def main() -> None:

@@ -1,14 +1,17 @@
 """Average JCT of elastic policies on the Pollux workloads, with ratios to Tiresias.
 
 Runs tiresias (dlsched's thresholds, and the Pollux artifact's 57,600 GPU-s threshold as
-``tiresias-57.6k``), optimus (remaining work from its fitted loss curve; and, as the Pollux
-artifact's Optimus does, from the epochs left: ``optimus-epochs``), pollux and ones on
-``workload-1..8`` of the Pollux evaluation (``../shared/traces/pollux-workloads/workloads``)
-on the ``pollux`` cluster (16 x 4 T4), and prints one JSON line per run and a Markdown table.
+``tiresias-57.6k``; both with placement ``pack``, as the artifact places its baselines),
+optimus (remaining work from its fitted loss curve; and, as the Pollux artifact's Optimus does,
+from the epochs left: ``optimus-epochs``), pollux and ones on ``workload-1..8`` of the Pollux
+evaluation (``../shared/traces/pollux-workloads/workloads``; ``--load workloads-0.5`` for the
+half-load files) on the ``pollux`` cluster (16 x 4 T4) with the one simulator, and prints one
+JSON line per run and a Markdown table.
 Published Pollux-artifact figures for workload-6 (Qiao et al., OSDI'21 artifact): Tiresias
 3,469.69 s, Optimus 5,301.88 s, Pollux 2,446.13 s.
 
     python bench/elastic_workloads.py [--workloads 1,2,...] [--policies tiresias,...]
+        [--load workloads] [--seed 0] [--traces ../shared/traces]
 """
 
 from __future__ import annotations
@@ -18,38 +21,44 @@ import json
 import time
 from pathlib import Path
 
-from dlsched.elastic.run import run_elastic
-
 from dlsched.cluster.parse import resolve_cluster
+from dlsched.sim.config import SimConfig
+from dlsched.sim.simulator import simulate
 from dlsched.trace.read import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKLOADS = ROOT.parent / "shared" / "traces" / "pollux-workloads" / "workloads"
+TRACES = ROOT.parent / "shared" / "traces"
 POLICIES = {
-    "tiresias": ("tiresias", {}),
-    "tiresias-57.6k": ("tiresias", {"thresholds": "57600"}),
-    "optimus": ("optimus", {}),
-    "optimus-epochs": ("optimus", {"remaining": "epochs"}),
-    "pollux": ("pollux", {}),
-    "ones": ("ones", {}),
+    "tiresias": ("tiresias", {}, "pack"),
+    "tiresias-57.6k": ("tiresias", {"thresholds": "57600"}, "pack"),
+    "optimus": ("optimus", {}, "consolidate"),
+    "optimus-epochs": ("optimus", {"remaining": "epochs"}, "consolidate"),
+    "pollux": ("pollux", {}, "consolidate"),
+    "ones": ("ones", {}, "consolidate"),
 }
+"""Label: policy, options and placement (allocation policies place their jobs themselves)."""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workloads", default="1,2,3,4,5,6,7,8")
     parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--load", default="workloads", help="workloads, workloads-0.5, ...")
+    parser.add_argument("--traces", type=Path, default=TRACES, help="the shared traces")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     cluster = resolve_cluster("pollux")
     names = args.policies.split(",")
     table: dict[str, dict[str, float]] = {}
     for w in args.workloads.split(","):
-        trace = read_trace(WORKLOADS / f"workload-{w}.csv").trace
+        trace = read_trace(args.traces / "pollux-workloads" / args.load / f"workload-{w}.csv").trace
         for label in names:
-            policy, options = POLICIES[label]
+            policy, options, placement = POLICIES[label]
+            config = SimConfig(
+                policy=policy, policy_options=options, seed=args.seed, placement=placement
+            )
             started = time.perf_counter()
-            run = run_elastic(trace, cluster, policy, options, seed=args.seed)
+            run = simulate(trace, cluster, config)
             wall = time.perf_counter() - started
             s = run.summary
             table.setdefault(w, {})[label] = s["avg_jct_s"]
@@ -63,18 +72,18 @@ def main() -> None:
             }
             print(json.dumps(record), flush=True)
     print()
-    print(
-        "| workload | "
-        + " | ".join(f"{n} JCT (s)" for n in names)
-        + " | "
-        + " | ".join(f"{n}/tiresias" for n in names if n != "tiresias")
-        + " |"
-    )
-    print("|---" * (2 * len(names)) + "|")
+    ratio_names = [n for n in names if n != "tiresias"]
+    headers = [
+        "workload",
+        *(f"{n} JCT (s)" for n in names),
+        *(f"{n}/tiresias" for n in ratio_names),
+    ]
+    print("| " + " | ".join(headers) + " |")
+    print("|---" * len(headers) + "|")
     for w, row in table.items():
         base = row.get("tiresias")
         cells = [f"{row[n]:,.0f}" for n in names]
-        ratios = [f"{row[n] / base:.2f}" if base else "-" for n in names if n != "tiresias"]
+        ratios = [f"{row[n] / base:.2f}" if base else "-" for n in ratio_names]
         print(f"| {w} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 
 

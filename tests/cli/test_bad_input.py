@@ -210,7 +210,7 @@ def test_window_by_date_needs_both_ends(tmp_path: Path, write: Callable[[str, st
     ("option", "value", "expected"),
     [
         ("--policy", "lifo", ("unknown policy 'lifo'", ", ".join(sorted(policies())))),
-        ("--placement", "pack", ("unknown placement 'pack'", ", ".join(sorted(placers())))),
+        ("--placement", "packed", ("unknown placement 'packed'", ", ".join(sorted(placers())))),
         (
             "--cluster",
             "phily-vcs",

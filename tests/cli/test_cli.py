@@ -415,6 +415,7 @@ def test_list_policies_placements_clusters() -> None:
     assert first_column(elastic.split("\n", 1)[1]) == set(elastic_policies())
     assert first_column(ok(invoke("list", "placements")).output) == {
         "consolidate",
+        "pack",
         "random",
         "spread",
     }

@@ -1,5 +1,5 @@
-"""``dlsched simulate`` runs Pollux workloads in the elastic simulator and writes a run
-directory that ``dlsched compare`` reads; ``dlsched list policies`` shows the elastic ones."""
+"""``dlsched simulate`` runs Pollux workloads (elastic jobs) on the one simulator and writes a
+run directory that ``dlsched compare`` reads; ``dlsched list policies`` shows the elastic ones."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_simulate_a_pollux_workload_and_compare(tmp_path: Path) -> None:
     runner = CliRunner()
     trace = str(bundled_trace_path("pollux_workload-6"))
     outs = []
-    for policy in ("tiresias", "fifo"):
+    for policy in ("tiresias", "pollux"):
         out = tmp_path / policy
         result = runner.invoke(
             app,
@@ -37,13 +37,15 @@ def test_simulate_a_pollux_workload_and_compare(tmp_path: Path) -> None:
         )
         assert result.exit_code == 0, result.output
         summary = json.loads((out / "summary.json").read_text())
-        assert summary["simulator"] == "elastic" and summary["jobs"] == 12
-        assert summary["avg_jct_s"] > 0
+        assert summary["job_kinds"] == {"rigid": 0, "elastic": 12, "ps": 0}
+        assert summary["kind_policies"] == {"elastic": policy}
+        assert summary["jobs"] == 12 and summary["avg_jct_s"] > 0
+        assert summary["energy_kwh"] > 0
         assert {p.name for p in out.iterdir()} >= {"jobs.parquet", "summary.json", "config.json"}
         outs.append(str(out))
     compared = runner.invoke(app, ["compare", *outs])
     assert compared.exit_code == 0, compared.output
-    assert "fifo" in compared.output
+    assert "pollux" in compared.output and "tiresias" in compared.output
 
 
 def test_list_policies_shows_elastic_ones() -> None:

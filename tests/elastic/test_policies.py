@@ -1,15 +1,13 @@
-"""Every elastic policy runs a small workload to completion; Gavel's heterogeneity awareness and
-Themis's finish-time fairness show on workloads built to exercise them."""
+"""Every policy that schedules elastic jobs runs a small workload to completion on the one
+simulator; Gavel's heterogeneity awareness and Themis's finish-time fairness show on workloads
+built to exercise them; Optimus's options and ONES's rules hold."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import pyarrow as pa
 import pytest
-from dlsched.elastic.run import run_elastic
-from dlsched.elastic.simulator import ElasticConfig, ElasticSimulator
 
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.policies.ones import Ones
@@ -17,37 +15,50 @@ from dlsched.elastic.policies.optimus import Optimus
 from dlsched.elastic.policy import same_gpus
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
 from dlsched.elastic.types import Allocation, JobInfo
-from dlsched.perf.perfbook import PerfBook
+from dlsched.sim.groups import PolicyChoiceError
+from dlsched.sim.kinds import KindError
+from dlsched.sim.simulator import simulate
 from dlsched.trace.schema import Trace
-from tests.elastic.helpers import MIXED, job_at, specs, trace_of, view
+from tests.elastic.helpers import MIXED, job_at, register, run, trace_of
 
 SMALL = [("ncf", 0.0, 2), ("ncf", 60.0, 4), ("cifar10", 90.0, 2), ("ncf", 200.0, 1)]
+ORDERING = ["fifo", "tiresias"]
+"""Ordering policies that also schedule elastic jobs (at their requested GPUs and batch)."""
 
 
 def test_registry_lists_every_policy() -> None:
-    assert {"tiresias", "optimus", "pollux", "ones", "gavel", "themis", "fifo"} <= set(
-        elastic_policies()
-    )
+    assert {"optimus", "pollux", "ones", "gavel", "themis"} <= set(elastic_policies())
+    # One FIFO and one Tiresias serve every job kind: no elastic copies.
+    assert not set(ORDERING) & set(elastic_policies())
     with pytest.raises(ValueError, match="unknown elastic policy 'nope'; available: "):
         create_elastic_policy("nope")
     with pytest.raises(ValueError, match="unknown option"):
         create_elastic_policy("ones", {"colour": "red"})
 
 
-@pytest.mark.parametrize("policy", sorted(elastic_policies()))
+def test_bad_options_are_refused_before_the_run() -> None:
+    with pytest.raises(ValueError, match="unknown option"):
+        run(SMALL, "2x4", "ones", {"colour": "red"})
+    with pytest.raises(PolicyChoiceError, match="unknown policy 'nope' cannot schedule elastic"):
+        run(SMALL, "2x4", "nope")
+
+
+@pytest.mark.parametrize("policy", sorted(elastic_policies()) + ORDERING)
 def test_contract(policy: str) -> None:
-    jobs = specs(SMALL)
-    run = run_elastic(trace_of(jobs), resolve_cluster("2x4"), policy, seed=1)
-    s = run.summary
-    assert s["jobs"] == len(jobs) and s["jobs_set_aside"] == 0
-    assert s["policy"] == policy and s["simulator"] == "elastic"
+    result = run(SMALL, "2x4", policy, seed=1)
+    s = result.summary
+    assert s["jobs"] == len(SMALL) and s["jobs_set_aside"] == 0
+    assert s["policy"] == policy and s["kind_policies"] == {"elastic": policy}
+    assert s["job_kinds"] == {"rigid": 0, "elastic": len(SMALL), "ps": 0}
     assert s["avg_jct_s"] > 0 and s["ftf_rho_max"] >= s["ftf_rho_mean"] > 0
-    table = run.jobs.to_pydict()
+    table = result.jobs.to_pydict()
+    assert table["status"] == ["finished"] * len(SMALL)
     for submit, start, end in zip(
         table["submit_s"], table["first_start_s"], table["end_s"], strict=True
     ):
         assert submit <= start < end
-    assert max(run.timeline.column("busy_gpus").to_pylist()) <= 8
+    busy = result.timeline.column("busy_gpus").to_pylist()
+    assert 0 < max(busy) <= 8
 
 
 HETERO = [
@@ -62,11 +73,9 @@ HETERO = [
 
 @pytest.mark.parametrize("objective", ["max_min", "min_jct"])
 def test_gavel_heterogeneity_awareness_lowers_jct(objective: str) -> None:
-    trace = trace_of(specs(HETERO))
-    cluster = resolve_cluster("t4:1x4,rtx:1x4")
     jct = {
-        aware: run_elastic(
-            trace, cluster, "gavel", {"objective": objective, "aware": aware}
+        aware: run(
+            HETERO, "t4:1x4,rtx:1x4", "gavel", {"objective": objective, "aware": aware}
         ).summary["avg_jct_s"]
         for aware in ("true", "false")
     }
@@ -83,20 +92,18 @@ def test_themis_is_fairer_than_fifo() -> None:
         ("cifar10", 240.0, 2),
         ("ncf", 300.0, 2),
     ]
-    trace = trace_of(specs(rows))
-    cluster = resolve_cluster("2x4")
-    themis = run_elastic(trace, cluster, "themis").summary
-    fifo = run_elastic(trace, cluster, "fifo").summary
+    themis = run(rows, "2x4", "themis").summary
+    fifo = run(rows, "2x4", "fifo").summary
     assert themis["ftf_rho_max"] < fifo["ftf_rho_max"]
     assert themis["ftf_rho_mean"] < fifo["ftf_rho_mean"]
 
 
 def test_unknown_application_is_named() -> None:
-    trace = trace_of(specs([("ncf", 0.0, 1)]))
-    column = trace.table.schema.get_field_index("application")
-    bad = trace.table.set_column(column, "application", pa.array(["resnet"]))
-    with pytest.raises(ValueError, match=r"job 'ncf-0': application: unknown application 'resnet'"):
-        run_elastic(Trace(bad, "t.csv"), resolve_cluster("2x4"), "fifo")
+    columns = trace_of([("ncf", 0.0, 1)]).table.to_pydict()
+    columns["application"] = ["resnet"]
+    columns["kind"] = ["elastic"]
+    with pytest.raises(KindError, match=r"job 'ncf-0': application: 'resnet' is not a profiled"):
+        simulate(Trace.from_columns(columns, "t.csv"), resolve_cluster("2x4"))
 
 
 def test_optimus_remaining_work_option() -> None:
@@ -108,11 +115,31 @@ def test_optimus_remaining_work_option() -> None:
     assert policy.remaining_examples(job) == job.epoch_size * (job.num_epochs - 3)
 
 
-def test_optimus_forgets_finished_jobs() -> None:
-    policy = Optimus()
-    ElasticSimulator(specs(MIXED), view("2x4"), policy, ElasticConfig(), PerfBook()).run()
-    assert policy._curves == {}
-    assert all(index is None for _, _, index in policy._speed)
+@dataclass
+class LastRoundRecorded(Optimus):
+    """Optimus, remembering the jobs of its last round and every job it fitted a curve for."""
+
+    last: set[int] = field(default_factory=set)
+    fitted: set[int] = field(default_factory=set)
+
+    def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
+        answer = super().decide(now, jobs)
+        self.last = {j.index for j in jobs}
+        self.fitted |= set(self._curves)
+        return answer
+
+
+def test_optimus_forgets_finished_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    made = register(monkeypatch, LastRoundRecorded)
+    result = run(MIXED, "2x4", "optimus")
+    assert result.summary["jobs"] == len(MIXED)
+    policy = made()[-1]
+    assert isinstance(policy, LastRoundRecorded)
+    # Jobs that finished before its last round were forgotten (those finishing after it are
+    # told at the next round, which this run does not have).
+    assert len(policy.fitted - policy.last) > 0
+    assert set(policy._curves) <= policy.last
+    assert all(index is None or index in policy.last for _, _, index in policy._speed)
 
 
 @dataclass
@@ -121,6 +148,7 @@ class HoldChecked(Ones):
     ``hold_s`` since its last change."""
 
     violations: list[str] = field(default_factory=list)
+    moves: int = 0
 
     def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
         answer = super().decide(now, jobs)
@@ -128,16 +156,21 @@ class HoldChecked(Ones):
             new = answer.get(j.name)
             if j.allocation is None or same_gpus(j.allocation, new):
                 continue
+            self.moves += 1
             assert j.last_change is not None
             if j.epoch - j.epoch_at_change < 1 or now - j.last_change < self.hold_s:
                 self.violations.append(f"{j.name} at {now}")
         return answer
 
 
-def test_ones_moves_a_running_job_only_after_an_epoch_and_the_hold() -> None:
-    policy = HoldChecked(hold_s=120.0)
-    jobs = specs(MIXED)
-    ElasticSimulator(jobs, view("2x4"), policy, ElasticConfig(), PerfBook()).run()
+def test_ones_moves_a_running_job_only_after_an_epoch_and_the_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = register(monkeypatch, HoldChecked)
+    run(MIXED, "2x4", "ones", {"hold_s": "120"})
+    policy = made()[-1]
+    assert isinstance(policy, HoldChecked) and policy.hold_s == 120.0
+    assert policy.moves > 0
     assert policy.violations == []
 
 
@@ -153,9 +186,13 @@ class DrawsRecorded(Ones):
         return answer
 
 
-def test_ones_keeps_a_running_jobs_draw_and_redraws_a_waiting_ones() -> None:
-    policy = DrawsRecorded(hold_s=120.0)
-    ElasticSimulator(specs(MIXED), view("2x4"), policy, ElasticConfig(), PerfBook()).run()
+def test_ones_keeps_a_running_jobs_draw_and_redraws_a_waiting_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = register(monkeypatch, DrawsRecorded)
+    run(MIXED, "2x4", "ones", {"hold_s": "120"})
+    policy = made()[-1]
+    assert isinstance(policy, DrawsRecorded)
     kept = redrawn = 0
     for before, after in zip(policy.draws, policy.draws[1:], strict=False):
         for i, (gpus, q) in after.items():
@@ -168,3 +205,32 @@ def test_ones_keeps_a_running_jobs_draw_and_redraws_a_waiting_ones() -> None:
                 assert q != before[i][1], f"job {i} kept its draw while waiting"
                 redrawn += 1
     assert kept > 0 and redrawn > 0
+
+
+def test_an_unprofiled_application_in_an_elastic_workload_is_named() -> None:
+    # A Pollux-workload row (application and batch, no run time) whose application has no
+    # profile is not silently taken for a rigid job without a run time: the error or the
+    # set-aside reason names the application.
+    columns = trace_of([("ncf", 0.0, 1), ("ncf", 5.0, 1)]).table.to_pydict()
+    columns["application"] = ["resnet", "ncf"]
+    try:
+        result = simulate(Trace.from_columns(columns, "t.csv"), resolve_cluster("2x4"))
+    except KindError as exc:
+        assert "job 'ncf-0': application: 'resnet'" in str(exc)
+        return
+    reason = result.jobs.column("reason")[0].as_py()
+    assert reason is not None and "application" in reason and "resnet" in reason, reason
+
+
+@pytest.mark.parametrize("policy", ["pollux", "fifo"])
+def test_run_time_and_slowdown_are_in_seconds(policy: str) -> None:
+    # An elastic job's work is statistically efficient progress, not seconds: its recorded
+    # run time is the time it ran (or null), so a slowdown is never below 1.
+    result = run(SMALL, "2x4", policy)
+    table = result.jobs.to_pydict()
+    for start, end, run_time in zip(
+        table["first_start_s"], table["end_s"], table["run_time_s"], strict=True
+    ):
+        assert run_time is None or 0 < run_time <= end - start + 1e-6, (start, end, run_time)
+    slowdown = result.summary["avg_slowdown"]
+    assert slowdown is None or slowdown >= 1.0
