@@ -115,9 +115,13 @@ def elastic_rows(golden: dict[str, Any], traces: Traces) -> Iterator[Row]:
             continue
         for placement in placements(run["policy"]):
             label = elastic_label(run, placement)
+            options = dict(run["options"])
+            if run["policy"] == "tiresias":
+                # The old Tiresias's order inside a queue (the default keeps running jobs first).
+                options["order"] = "submit"
             config = SimConfig(
                 policy=run["policy"],
-                policy_options=dict(run["options"]),
+                policy_options=options,
                 seed=run["seed"],
                 placement=placement,
             )

@@ -4,7 +4,8 @@
 parameter-server simulators, produced at commit 791c7ba before they were deleted (its header
 says how). Where semantics are unchanged the core gives the same numbers to 1e-6 relative:
 
-- Pollux workloads under Tiresias (placement ``pack``, as the old elastic Tiresias placed),
+- Pollux workloads under Tiresias (placement ``pack``, as the old elastic Tiresias placed, and
+  ``order=submit``, its order inside a queue; the default now keeps running jobs first),
   Optimus with ``remaining=epochs`` and Pollux: average JCT, makespan, average queueing,
   finish-time fairness and restart/preemption counts;
 - the 200-job SMD workload under SMD, Optimus and FIFO: every job's JCT, and the same jobs set
@@ -99,9 +100,12 @@ def test_the_golden_file_covers_every_reference() -> None:
 @pytest.mark.parametrize("run", [elastic_case(r) for r in ELASTIC_RUNS])
 def test_elastic_runs_match(run: dict[str, Any]) -> None:
     placement = "pack" if run["policy"] == "tiresias" else "consolidate"
+    options = dict(run["options"])
+    if run["policy"] == "tiresias":
+        options["order"] = "submit"
     config = SimConfig(
         policy=run["policy"],
-        policy_options=dict(run["options"]),
+        policy_options=options,
         seed=run["seed"],
         placement=placement,
     )

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement, Split
+from dlsched.cluster.state import WHOLE, ClusterState, Demand, OverCommitError, Placement, Split
 from dlsched.scheduler.cycle import PoolQueues, Scheduler
 from dlsched.scheduler.plan import EMPTY_PLAN, JobConfig, Plan, Resize, Start
 from dlsched.scheduler.view import JobView
@@ -253,7 +253,7 @@ def gpu_ids_for(
             free = [g for g, milli in enumerate(fm) if g not in taken and milli == WHOLE]
             free += [g for g in sorted(released.get(node, ())) if g not in taken and fm[g] != WHOLE]
             if len(free) < k:
-                raise RuntimeError(
+                raise OverCommitError(
                     f"node {state.node_names[node]}: {k} GPUs wanted, {len(free)} usable"
                 )
             ids = tuple(sorted(free[:k]))

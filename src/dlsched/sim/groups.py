@@ -130,7 +130,11 @@ def check_choice(
             continue
         if name in allocation_policy_names(kind):
             continue
-        able = sorted(set(ordering) | set(allocation_policy_names(kind)))
+        able = sorted(
+            {n for n, c in ordering.items() if kind == RIGID or not c.needs_run_time}
+            - {n for n, c in ordering.items() if kind != RIGID and c.needs_estimate}
+            | set(allocation_policy_names(kind))
+        )
         known = set(ordering) | set(allocation_policy_names(ELASTIC))
         known |= set(allocation_policy_names(PS))
         what = "unknown policy" if name not in known else "policy"

@@ -500,15 +500,15 @@ class Simulator:
             self.cycles += 1
             if self._multi:
                 self._share(g, pool)
-            plan = sched.cycle(pool, now)
-            if plan:
-                try:
+            try:
+                plan = sched.cycle(pool, now)
+                if plan:
                     self._apply(plan, now)
-                except OverCommitError as exc:
-                    raise RuntimeError(
-                        f"policy {group.policy!r} over-committed the cluster: {exc}"
-                    ) from None
-            elif not group.ordering:
+            except OverCommitError as exc:
+                raise RuntimeError(
+                    f"policy {group.policy!r} over-committed the cluster: {exc}"
+                ) from None
+            if not plan and not group.ordering:
                 self._check_idle(g, pool, now)
             self._sample(pool, now)
             if self._track_nodes:
