@@ -70,7 +70,7 @@ SESSIONS = {
         shared=True,
         slow=True,
     ),
-    "mixed": Session(("Mixed workloads",), slow=True),
+    "mixed": Session(("Mixed workloads",), shared=True, slow=True),
     "service": Session(
         ("The live service", "The training workload and the dashboard"),
         slow=True,
@@ -174,7 +174,13 @@ def _check_outputs(name: str, checkout: Path) -> None:
         "helios": ["report/index.html", "runs/qssf/summary.json", "venus/trace.parquet"],
         "energy": ["energy/index.html", "runs/ces/summary.json"],
         "sweeps": ["sweeps/philly/results.csv", "sweeps/philly/table.md"],
-        "ps": ["runs/ps/summary.json"],
+        "ps": [
+            "ps.parquet",
+            "runs/smd/summary.json",
+            "runs/ps/trace.parquet",
+            "runs/ps/smd/summary.json",
+        ],
+        "mixed": ["mixed.parquet", "runs/mixed/summary.json"],
         "elastic": ["runs/ones/summary.json"],
     }
     missing = [p for p in expected.get(name, []) if not (checkout / p).is_file()]

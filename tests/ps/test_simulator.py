@@ -12,7 +12,7 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.ps.job import PsJob
 from dlsched.ps.machines import Machine, machines_from_cluster, uniform_machines
 from dlsched.ps.objective import sample_time
-from dlsched.ps.placement import Option
+from dlsched.ps.placement import FloatArray, Option
 from dlsched.ps.policies import POLICY_NAMES, make_policy
 from dlsched.ps.policy_base import JobState, PsPolicy
 from dlsched.ps.workload import build_workload, workload_trace
@@ -99,7 +99,11 @@ class _GreedyGpus:
     interval = None
 
     def decide(
-        self, now: float, jobs: Sequence[JobState], machines: Sequence[Machine]
+        self,
+        now: float,
+        jobs: Sequence[JobState],
+        machines: Sequence[Machine],
+        free: FloatArray | None = None,
     ) -> Mapping[str, Option]:
         return {s.job.job_id: Option((4, 0), (1, 0)) for s in jobs}
 
@@ -108,7 +112,11 @@ class _GreedyCpus(_GreedyGpus):
     """Every job one worker and 4 PS on the first machine: GPUs fit, CPUs do not."""
 
     def decide(
-        self, now: float, jobs: Sequence[JobState], machines: Sequence[Machine]
+        self,
+        now: float,
+        jobs: Sequence[JobState],
+        machines: Sequence[Machine],
+        free: FloatArray | None = None,
     ) -> Mapping[str, Option]:
         return {s.job.job_id: Option((1, 0), (4, 0)) for s in jobs}
 

@@ -77,9 +77,9 @@ class JobRecords:
         self.gpus[row] = gpus
         self.submit[row] = submit
 
-    def finish(self, job: FinishedJob, run_time: float | None = None) -> None:
-        """Record a finished job; ``run_time`` (default: its trace run time, or its work in
-        seconds) for jobs whose work is not in seconds."""
+    def finish(self, job: FinishedJob) -> None:
+        """Record a finished job; its run time is its ``duration`` (the simulator sets it for
+        jobs whose work is not in seconds), else its work."""
         r = job.row
         self.pool[r] = job.pool
         self.gpus[r] = job.gpus
@@ -87,9 +87,7 @@ class JobRecords:
         self.submit[r] = job.submit_time
         self.start[r] = job.first_start
         self.end[r] = job.end
-        if run_time is None:
-            run_time = job.duration if job.duration is not None else job.work
-        self.run_time[r] = run_time
+        self.run_time[r] = job.duration if job.duration is not None else job.work
         self.preemptions[r] = job.preemptions
         self.restarts[r] = job.restarts
         self.gpu_s[r] = job.held_gpu_s

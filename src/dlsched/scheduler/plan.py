@@ -2,12 +2,14 @@
 
 A plan is the one kind of decision of dlsched: the simulator applies it to its cluster state on
 a simulated clock and the live service hands it to a back end. Every job kind (rigid, elastic,
-parameter-server) is started, preempted and resized through it.
+parameter-server) is started, preempted and resized through it. Plans and their entries are
+named tuples: immutable, and cheap to build on the simulator's hot path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from dlsched.cluster.state import Placement, Split
 from dlsched.scheduler.view import JobView
@@ -20,8 +22,7 @@ class JobConfig:
     rigid job has none."""
 
 
-@dataclass(frozen=True, slots=True)
-class Start:
+class Start(NamedTuple):
     """Start (or resume) ``job`` on ``placement``, configured by ``config`` (None: as the job
     asked); ``split`` gives the CPUs and memory per placement entry when they are not in
     proportion to the GPUs there (see :data:`dlsched.cluster.state.Split`)."""
@@ -32,8 +33,7 @@ class Start:
     split: Split | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Resize:
+class Resize(NamedTuple):
     """Move a running ``job`` to ``placement`` with ``config``. A resize whose placement equals
     the job's current one changes only its configuration (e.g. the batch size): no restart."""
 
@@ -43,8 +43,7 @@ class Resize:
     split: Split | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(NamedTuple):
     """The outcome of a cycle for one pool. Preemptions are applied first, then resizes (all
     resized jobs release their old resources before any takes new ones), then starts: the
     placements assume the resources given up before them are free. ``wake_at`` asks for

@@ -12,7 +12,7 @@ PENDING, RUNNING, DONE = 0, 1, 2
 
 
 class SimJob:
-    """Progress bookkeeping of one job.
+    """Progress bookkeeping of one job (a rigid trace job; :class:`KindJob` for the others).
 
     While running, progress accrues at ``rate`` from ``seg_start`` (the end of any restore stall,
     or the last rate change) on top of ``done``, up to ``boundary``: where the job's performance
@@ -22,7 +22,9 @@ class SimJob:
     latest rate change. ``epoch`` changes on every start, stop and rate change so stale events
     can be recognised. ``kind`` is the job kind (a :mod:`dlsched.perf.model` constant), ``ext``
     the kind's own state, ``config`` and ``split`` how it runs on its placement, ``group`` the
-    policy group that schedules it.
+    policy group that schedules it, ``held`` the GPUs it holds now. A rigid job is of kind 0 in
+    group 0, holds what it asked for and has no kind state: class defaults, so the millions of
+    jobs of a replay do not store them.
     """
 
     __slots__ = (
@@ -31,21 +33,16 @@ class SimJob:
         "boundary",
         "ckpt_done",
         "ckpt_time",
-        "config",
         "demand",
         "done",
         "duration",
         "end",
         "epoch",
         "estimate",
-        "ext",
         "first_start",
         "gpus",
-        "group",
-        "held",
         "held_gpu_s",
         "job_id",
-        "kind",
         "lost_gpu_s",
         "placement",
         "pool",
@@ -57,12 +54,23 @@ class SimJob:
         "seg_begin",
         "seg_start",
         "seq",
-        "split",
-        "stall_next",
         "status",
         "submit_time",
         "work",
     )
+
+    kind: int = 0
+    group: int = 0
+    ext: Any = None
+    config: JobConfig | None = None
+    split: Split | None = None
+
+    # Set on every start (the simulator's _run_on) and read only while the job runs.
+    boundary: float
+    run_start: float
+    ckpt_time: float
+    ckpt_done: float
+    alloc_done: float
 
     def __init__(
         self,
@@ -80,7 +88,6 @@ class SimJob:
         self.submit_time = submit_time
         self.demand = demand
         self.gpus = demand.gpus
-        self.held = demand.gpus
         self.work = work
         self.duration = duration
         self.estimate: float | None = None
@@ -98,18 +105,12 @@ class SimJob:
         self.held_gpu_s = 0.0
         self.lost_gpu_s = 0.0
         self.attained_base = 0.0
-        self.stall_next = 0.0
         self.epoch = 0
-        self.kind = 0
-        self.ext: Any = None
-        self.group = 0
-        self.boundary = work
-        self.config: JobConfig | None = None
-        self.split: Split | None = None
-        self.run_start = 0.0
-        self.ckpt_time = math.nan
-        self.ckpt_done = 0.0
-        self.alloc_done = 0.0
+
+    @property
+    def held(self) -> int:
+        """GPUs held now (while running; what it asked for, for a rigid job)."""
+        return self.gpus
 
     def __repr__(self) -> str:
         return f"SimJob({self.job_id!r}, gpus={self.gpus}, status={self.status})"
@@ -120,7 +121,7 @@ class SimJob:
 
     def gpu_weight(self) -> float:
         """GPUs held, counting shares as fractions."""
-        return self.held * self.demand.milli / 1000
+        return self.gpus * self.demand.milli / 1000
 
     def done_at(self, now: float) -> float:
         if self.status == RUNNING and now > self.seg_start:
@@ -129,7 +130,7 @@ class SimJob:
 
     def attained_service(self, now: float) -> float:
         if self.status == RUNNING:
-            return self.attained_base + (now - self.seg_begin) * self.held
+            return self.attained_base + (now - self.seg_begin) * self.gpus
         return self.attained_base
 
     def remaining_time(self, now: float) -> float:
@@ -162,3 +163,43 @@ class SimJob:
             if k > 0 and self.ckpt_time == self.ckpt_time:
                 return self.ckpt_time, self.ckpt_done
         return self.seg_begin, self.alloc_done
+
+
+class KindJob(SimJob):
+    """An elastic or parameter-server job: its kind, group, kind state (``ext``), config,
+    CPU/memory split and held GPUs are its own (see :class:`SimJob`)."""
+
+    __slots__ = ("config", "ext", "gpus_held", "group", "kind", "split")
+
+    def __init__(
+        self,
+        row: int,
+        job_id: str,
+        submit_time: float,
+        demand: Demand,
+        work: float,
+        pool: int,
+        group: int,
+        kind: int,
+        ext: Any,
+    ) -> None:
+        super().__init__(row, job_id, submit_time, demand, work, None, pool)
+        self.kind = kind
+        self.group = group
+        self.ext = ext
+        self.config = None
+        self.split = None
+        self.gpus_held = demand.gpus
+
+    @property
+    def held(self) -> int:
+        """GPUs held now (an allocation policy may give other than asked)."""
+        return self.gpus_held
+
+    def gpu_weight(self) -> float:
+        return float(self.gpus_held)
+
+    def attained_service(self, now: float) -> float:
+        if self.status == RUNNING:
+            return self.attained_base + (now - self.seg_begin) * self.gpus_held
+        return self.attained_base

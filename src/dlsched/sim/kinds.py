@@ -10,6 +10,7 @@ time). A malformed elastic or PS row is an error naming the trace, the job and t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -28,12 +29,12 @@ class KindError(ValueError):
 class KindColumns:
     """The per-row columns the kinds read, as Python lists."""
 
-    kind: list[int]
-    application: list[str | None]
-    batch_size: list[int | None]
-    num_servers: list[int | None]
-    max_gpus: list[int | None]
-    max_servers: list[int | None]
+    kind: Sequence[int]
+    application: Sequence[str | None]
+    batch_size: Sequence[int | None]
+    num_servers: Sequence[int | None]
+    max_gpus: Sequence[int | None]
+    max_servers: Sequence[int | None]
 
 
 def row_kind(
@@ -59,7 +60,13 @@ def row_kind(
 def kind_columns(table: pa.Table, source: str) -> KindColumns:
     """Every row's kind and the columns elastic and PS jobs read; :class:`KindError` for an
     unknown ``kind`` value."""
-    kinds_text = table.column("kind").to_pylist()
+    n = table.num_rows
+    kind = table.column("kind")
+    if kind.null_count == n and table.column("duration").null_count == 0:
+        # A plain replay trace (every row has a run time, none names a kind): no row to read.
+        nothing: list[None] = [None] * n
+        return KindColumns([RIGID] * n, nothing, nothing, nothing, nothing, nothing)
+    kinds_text = kind.to_pylist()
     for i, k in enumerate(kinds_text):
         if k is not None and k not in KIND_NAMES:
             job = table.column("job_id")[i].as_py()
@@ -68,8 +75,8 @@ def kind_columns(table: pa.Table, source: str) -> KindColumns:
                 f"{', '.join(KIND_NAMES)}"
             )
     cols = [
-        table.column(n).to_pylist()
-        for n in ("duration", "work", "work_unit", "application", "batch_size")
+        table.column(name).to_pylist()
+        for name in ("duration", "work", "work_unit", "application", "batch_size")
     ]
     kinds = [row_kind(k, *row) for k, *row in zip(kinds_text, *cols, strict=True)]
     return KindColumns(

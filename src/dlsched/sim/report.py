@@ -31,9 +31,9 @@ def kind_summary(
 ) -> dict[str, Any]:
     """``job_kinds`` (rows per kind), ``kind_policies`` (the policy of each kind present) and
     ``ftf_rho_mean``/``ftf_rho_max`` over finished elastic jobs (null without any)."""
-    counts = Counter(KIND_NAMES[k] for k in kinds)
+    counts = Counter(kinds)
     out: dict[str, Any] = {
-        "job_kinds": {name: counts.get(name, 0) for name in KIND_NAMES},
+        "job_kinds": {name: counts.get(k, 0) for k, name in enumerate(KIND_NAMES)},
         "kind_policies": dict(policies),
         "ftf_rho_mean": None,
         "ftf_rho_max": None,

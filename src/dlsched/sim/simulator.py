@@ -38,17 +38,18 @@ from dlsched.perf.duration.registry import create_estimator, estimators
 from dlsched.perf.elastic_progress import ElasticModel, new_state
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID, ProgressModel, ReplayModel
 from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
+from dlsched.perf.profiles import APPLICATIONS
 from dlsched.perf.ps_progress import PsModel
 from dlsched.placement.registry import create_placer
 from dlsched.power.registry import create_power_manager
 from dlsched.ps.machines import machines_from_cluster
 from dlsched.scheduler.allocation import AllocationScheduler
-from dlsched.scheduler.plan import Plan
+from dlsched.scheduler.plan import EMPTY_PLAN, Plan
 from dlsched.sim.config import RestartCost, SimConfig
 from dlsched.sim.engine import Engine
 from dlsched.sim.faults import MtbfModel, read_outages
 from dlsched.sim.groups import Group, build_groups
-from dlsched.sim.job import DONE, PENDING, RUNNING, SimJob
+from dlsched.sim.job import DONE, PENDING, RUNNING, KindJob, SimJob
 from dlsched.sim.kinds import KindColumns, check_elastic, kind_columns, ps_job
 from dlsched.sim.power_states import NodePower
 from dlsched.sim.ps_adapter import why_never_runs
@@ -183,6 +184,19 @@ class Simulator:
         self._track_nodes = self.power.tracks_idle
         self.progress = progress
         self._multi = len(self.groups) > 1
+        # Whether starts and stops need bookkeeping beyond the job (see _book_start).
+        self._book = self._multi or self.power.tracks_idle
+        # Rigid jobs are always scheduled by the first group (an ordering one): SimJob.group.
+        assert self.group_of.get(RIGID, 0) == 0
+        self._rigid_scheduler = self.groups[0].scheduler
+        plain = not self._multi and self.groups[0].ordering and not config.every_round
+        # The cycle and timeline sample every event runs: the lean ones when one ordering
+        # policy schedules everything (the common case).
+        self._cycle = self._run_plain_cycle if plain else self._run_cycle
+        self._sample = self._sample_one if not self._multi else self._sample_groups
+        self._intervals = [g.scheduler.interval for g in self.groups]
+        # Only parameter-server jobs' rates depend on other jobs (shared links).
+        self._co_located = self.models[PS] is not None
         npools = self.state.num_pools
         self._held = [[0.0] * npools for _ in self.groups]
         # An ordering group run by events cycles after every instant with events, which
@@ -199,7 +213,7 @@ class Simulator:
         self._live = 0
         self._finished = 0
         self._dirty: list[set[int]] = [set() for _ in self.groups]
-        self._cycles_at: set[tuple[int, float]] = set()
+        self._cycles_at: list[set[float]] = [set() for _ in self.groups]
         self._wake = [[math.inf] * npools for _ in self.groups]
         self._next_wake = [math.inf] * len(self.groups)
         self._idle_rounds = [0] * len(self.groups)
@@ -345,60 +359,80 @@ class Simulator:
         self._next_row = i
         if i < n:
             self.engine.schedule(submit[i], P_ARRIVAL, self._on_arrival)
-        self._request_cycles(now)
+        if self._multi:
+            self._request_cycles(now)
+        else:
+            self._request_cycle(0, now)
         if self._live == 0 and i >= n:
             self.engine.stop()
 
     def _admit(self, row: int, now: float) -> SimJob | None:
-        pool, reason = self._pool_for(self._vc[row])
+        """The job of trace row ``row`` arriving at ``now``, or None if it is set aside (the
+        reason recorded)."""
         kind = self.kinds.kind[row]
+        if kind:
+            return self._admit_kind(row, kind, now)
+        pool, reason = self._pool_for(self._vc[row])
         gpus = self._gpus[row]
-        if kind == RIGID:
-            milli = self._milli[row]
-            shape = (
-                gpus,
-                WHOLE if milli is None or gpus == 0 else milli,
-                self._cpus[row] or 0.0,
-                self._mem[row] or 0.0,
-                self._gtype[row],
-            )
-        else:
-            shape = (gpus, WHOLE, 0.0, 0.0, None)
+        milli = self._milli[row]
+        shape = (
+            gpus,
+            WHOLE if milli is None or gpus == 0 else milli,
+            self._cpus[row] or 0.0,
+            self._mem[row] or 0.0,
+            self._gtype[row],
+        )
         demand = self._demands.get(shape)
         if demand is None:
             demand = self._demands[shape] = Demand(*shape)
         duration = self._duration[row]
-        g = self.group_of[kind]
-        group = self.groups[g]
-        ext: Any = None
-        work: float | None
-        if kind == RIGID:
-            work = self._work[row]
-            if self._work_unit[row] not in (None, "seconds") or work is None:
-                work = duration
-            if reason is None and work is None:
-                reason = "no run time or work: replay needs a duration (or a performance model)"
-        else:
-            ext, work = self._kind_state(row, kind)
+        work = self._work[row]
+        if self._work_unit[row] not in (None, "seconds") or work is None:
+            work = duration
+        if reason is None and work is None:
+            reason = self._no_work(row)
         if reason is None:
-            reason = group.scheduler.never_fits(pool, demand)
+            reason = self._rigid_scheduler.never_fits(pool, demand)
         if reason is not None:
             self.records.set_aside(row, reason, gpus, now)
             return None
         assert work is not None
         job = SimJob(row, self._ids[row], now, demand, work, duration, pool)
-        job.kind = kind
-        job.ext = ext
-        job.group = g
-        if kind != RIGID:
+        if self.estimator is not None:
+            job.estimate = self.estimator.estimate(row, now)
+        return job
+
+    def _no_work(self, row: int) -> str:
+        """Why a row taken for a rigid job has no work, naming an application it gives."""
+        app = self.kinds.application[row]
+        if app is None:
+            return "no run time or work: replay needs a duration (or a performance model)"
+        return (
+            f"no run time, and application {app!r} is neither a profiled elastic application "
+            f"({', '.join(APPLICATIONS)}) nor a network of the PS zoo with work in samples"
+        )
+
+    def _admit_kind(self, row: int, kind: int, now: float) -> SimJob | None:
+        """:meth:`_admit` for an elastic or parameter-server job."""
+        pool, reason = self._pool_for(self._vc[row])
+        gpus = self._gpus[row]
+        shape = (gpus, WHOLE, 0.0, 0.0, None)
+        demand = self._demands.get(shape)
+        if demand is None:
+            demand = self._demands[shape] = Demand(*shape)
+        g = self.group_of[kind]
+        group = self.groups[g]
+        ext, work = self._kind_state(row, kind)
+        if reason is None:
+            reason = group.scheduler.never_fits(pool, demand)
+        job = KindJob(row, self._ids[row], now, demand, work, pool, g, kind, ext)
+        if reason is None:
             reason = self._kind_never_fits(job, group)
-            if reason is not None:
-                self.records.set_aside(row, reason, gpus, now)
-                return None
+        if reason is not None:
+            self.records.set_aside(row, reason, gpus, now)
+            return None
         if kind == ELASTIC:
             self._elastic_jobs.append(job)
-        if self.estimator is not None and kind == RIGID:
-            job.estimate = self.estimator.estimate(row, now)
         return job
 
     def _kind_state(self, row: int, kind: int) -> tuple[Any, float]:
@@ -452,6 +486,10 @@ class Simulator:
 
     # ---- cycles --------------------------------------------------------------------------
     def _request_cycles(self, at: float) -> None:
+        if not self._multi:
+            if self._dirty[0]:
+                self._request_cycle(0, at)
+            return
         for g in range(len(self.groups)):
             if self._dirty[g]:
                 self._request_cycle(g, at)
@@ -462,37 +500,70 @@ class Simulator:
         whose instant has no other event left runs at once instead of through the heap (same
         order, less work)."""
         now = self.engine.now
-        interval = self.groups[g].scheduler.interval
+        interval = self._intervals[g]
+        pending = self._cycles_at[g]
         if interval is not None:
             at = max(math.ceil(at / interval - 1e-9) * interval, now)
-        elif at == now and not self._multi and (g, at) not in self._cycles_at:
+        elif at == now and not self._multi and at not in pending:
             nxt = self.engine.peek_time()
             if nxt is None or nxt > now:
-                self._run_cycle(g, now)
+                self._cycle(g, now)
                 return
-        if (g, at) not in self._cycles_at:
-            self._cycles_at.add((g, at))
+        if at not in pending:
+            pending.add(at)
             self.engine.schedule(at, self.groups[g].priority, self._on_cycle, (g, at))
 
     def _on_cycle(self, arg: tuple[int, float]) -> None:
-        self._cycles_at.discard(arg)
-        self._run_cycle(arg[0], self.engine.now)
+        self._cycles_at[arg[0]].discard(arg[1])
+        self._cycle(arg[0], self.engine.now)
+
+    def _due_wakes(self, g: int, now: float) -> set[int]:
+        """The pools whose requested wake-up (a plan's ``wake_at``) has come for group ``g``."""
+        wakes = self._wake[g]
+        due: set[int] = set()
+        self._next_wake[g] = math.inf
+        for p, wake in enumerate(wakes):
+            if wake <= now + 1e-9:
+                due.add(p)
+                wakes[p] = math.inf
+            elif wake < self._next_wake[g]:
+                self._next_wake[g] = wake
+        return due
+
+    def _after_plan(self, g: int, pool: int, plan: Plan, now: float) -> None:
+        """Wake nodes for queued jobs and keep the plan's wake-up (the timeline sampled)."""
+        if self._track_nodes:
+            self._power_demand(pool, now)
+        if plan.wake_at is not None:
+            self._wake[g][pool] = plan.wake_at
+            self._next_wake[g] = min(self._next_wake[g], plan.wake_at)
+            self._request_cycle(g, max(plan.wake_at, now))
+
+    def _run_plain_cycle(self, g: int, now: float) -> None:
+        """:meth:`_run_cycle` of a run with one ordering policy run by events (the common
+        case, kept lean): its cycle of every pool those events touched."""
+        pools = self._dirty[0]
+        self._dirty[0] = set()
+        if self._next_wake[0] <= now + 1e-9:
+            pools |= self._due_wakes(0, now)
+        sched = self._rigid_scheduler
+        for pool in sorted(pools) if len(pools) > 1 else pools:
+            self.cycles += 1
+            plan = sched.cycle(pool, now)
+            if plan is not EMPTY_PLAN:
+                self._apply(plan, now)
+            self._sample(pool, now)
+            if self._track_nodes or plan.wake_at is not None:
+                self._after_plan(0, pool, plan, now)
 
     def _run_cycle(self, g: int, now: float) -> None:
         group = self.groups[g]
         sched = group.scheduler
         pools = self._dirty[g]
         self._dirty[g] = set()
-        wakes = self._wake[g]
         if self._next_wake[g] <= now + 1e-9:
-            self._next_wake[g] = math.inf
-            for p, wake in enumerate(wakes):
-                if wake <= now + 1e-9:
-                    pools.add(p)
-                    wakes[p] = math.inf
-                elif wake < self._next_wake[g]:
-                    self._next_wake[g] = wake
-        interval = sched.interval
+            pools |= self._due_wakes(g, now)
+        interval = self._intervals[g]
         every_round = interval is not None and (self.config.every_round or not group.ordering)
         if every_round:
             pools = {p for p in range(self.state.num_pools) if self._active(g, p)}
@@ -504,19 +575,14 @@ class Simulator:
                 plan = sched.cycle(pool, now)
                 if plan:
                     self._apply(plan, now)
+                elif not group.ordering:
+                    self._check_idle(g, pool, now)
             except OverCommitError as exc:
                 raise RuntimeError(
                     f"policy {group.policy!r} over-committed the cluster: {exc}"
                 ) from None
-            if not plan and not group.ordering:
-                self._check_idle(g, pool, now)
             self._sample(pool, now)
-            if self._track_nodes:
-                self._power_demand(pool, now)
-            if plan.wake_at is not None:
-                wakes[pool] = plan.wake_at
-                self._next_wake[g] = min(self._next_wake[g], plan.wake_at)
-                self._request_cycle(g, max(plan.wake_at, now))
+            self._after_plan(g, pool, plan, now)
         if (
             every_round
             and self._live
@@ -573,11 +639,20 @@ class Simulator:
 
     # ---- applying a plan -----------------------------------------------------------------
     def _apply(self, plan: Plan, now: float) -> None:
-        state = self.state
+        if not (plan.preempts or plan.resizes or self._co_located):
+            # Starts alone, and no job's rate depends on another's: the common case, kept short.
+            sched_of = self.groups
+            for start in plan.starts:
+                started: SimJob = start.job  # type: ignore[assignment]
+                self._run_on(started, start.placement, start.config, start.split, now)
+                sched_of[started.group].scheduler.on_started(started)
+            return
         changed: set[int] = set()
+        track = self._co_located
         for job in plan.preempts:
             assert isinstance(job, SimJob)
-            changed.update(n for n, _ in job.placement or ())
+            if track:
+                changed.update(n for n, _ in job.placement or ())
             self._stop(job, now)
             job.preemptions += 1
             self.groups[job.group].scheduler.on_stopped(job, now)
@@ -589,48 +664,32 @@ class Simulator:
                 job.kind == PS and resize.config != job.config
             )
             if moved:
-                changed.update(n for n, _ in job.placement or ())
+                if track:
+                    changed.update(n for n, _ in job.placement or ())
                 self._stop(job, now)
                 moving.append((job, resize.placement, resize.config, resize.split))
             else:
+                assert isinstance(job, KindJob)
                 self._bank(job, now)
                 job.config = resize.config
                 self._begin(job, now)
         for job, placement, config, split in moving:
-            job.restarts += 1
-            self._allocate(job, placement, config, split, now)
-            job.status = RUNNING
-            stall = self.restart[job.kind].cost(job.held)
-            self._launch(job, now, stall)
-            changed.update(n for n, _ in placement)
+            self._run_on(job, placement, config, split, now)
+            if track:
+                changed.update(n for n, _ in placement)
         sched_of = self.groups
         for start in plan.starts:
             job = start.job
             assert isinstance(job, SimJob)
-            self._allocate(job, start.placement, start.config, start.split, now)
-            job.status = RUNNING
-            if job.first_start != job.first_start:
-                job.first_start = now
-                stall = self.restart[job.kind].first_start_s
-            else:
-                job.restarts += 1
-                stall = self.restart[job.kind].cost(job.held)
-            self._launch(job, now, stall)
+            self._run_on(job, start.placement, start.config, start.split, now)
             sched_of[job.group].scheduler.on_started(job)
-            changed.update(n for n, _ in start.placement)
-        del state
-        if changed and self.models[PS] is not None:
+            if track:
+                changed.update(n for n, _ in start.placement)
+        if changed:
             self._rerate(self.models[PS].affected(changed), now)  # type: ignore[union-attr]
 
-    def _allocate(
-        self, job: SimJob, placement: Placement, config: Any, split: Any, now: float
-    ) -> None:
-        d = job.demand
-        self.state.allocate(placement, d.milli, d.cpus, d.memory_mib, split)
-        job.placement = placement
-        job.config = config
-        job.split = split
-        job.held = sum(len(g) for _, g in placement) if job.kind else job.gpus
+    def _book_start(self, job: SimJob, placement: Placement) -> None:
+        """Bookkeeping of a start some runs need: GPUs per group, jobs per node, node use."""
         if self._multi:
             self._held[job.group][job.pool] += job.gpu_weight()
         if self._node_jobs is not None:
@@ -640,18 +699,63 @@ class Simulator:
             for node, _ in placement:
                 self.power.node_used(node)
 
-    def _launch(self, job: SimJob, now: float, stall: float) -> None:
-        """Start ``job``'s progress on its new GPUs after ``stall`` seconds."""
+    def _book_stop(self, job: SimJob, now: float, weight: float) -> None:
+        """:meth:`_book_start`'s counterpart, and the allocation segments when recorded."""
+        assert job.placement is not None
+        if self._multi:
+            self._held[job.group][job.pool] -= weight
+        if self.segments is not None:
+            d = job.demand
+            for node, gpus in job.placement:
+                for gpu in gpus or (-1,):
+                    self.segments.append(Segment(job.row, node, gpu, d.milli, job.seg_begin, now))
+        if self._node_jobs is not None:
+            for node, _ in job.placement:
+                self._node_jobs[node].discard(job)
+        if self._track_nodes:
+            for node, _ in job.placement:
+                self.power.node_freed(node, now)
+
+    def _run_on(
+        self, job: SimJob, placement: Placement, config: Any, split: Any, now: float
+    ) -> None:
+        """Give ``job`` its GPUs and start its progress after its restart cost: the first
+        start's, or a restart's (a resume or a move, counted in ``restarts``)."""
+        d = job.demand
+        self.state.allocate(placement, d.milli, d.cpus, d.memory_mib, split)
+        job.placement = placement
+        job.status = RUNNING
         job.epoch += 1
         job.seg_begin = now
-        job.seg_start = job.run_start = now + stall
-        job.alloc_done = job.done
+        kind = job.kind
+        if kind:
+            assert isinstance(job, KindJob)
+            job.config = config
+            job.split = split
+            job.gpus_held = sum(len(g) for _, g in placement)
+        cost = self.restart[kind]
+        if job.first_start != job.first_start:
+            job.first_start = now
+            stall = cost.first_start_s
+        else:
+            job.restarts += 1
+            stall = cost.cost(job.held)
+        start = job.seg_start = job.run_start = now + stall
+        job.alloc_done = done = job.done
         job.ckpt_time = math.nan
-        model = self.models[job.kind]
-        assert model is not None
-        model.moved(job, now)
-        model.begin(job, now)
-        self._schedule_boundary(job)
+        if self._book:
+            self._book_start(job, placement)
+        if kind:
+            model = self.models[kind]
+            assert model is not None
+            model.moved(job, now)
+            model.begin(job, now)
+            self._schedule_boundary(job)
+            return
+        # A rigid job: the replay model's rate 1 to its finish, inline on the hot path.
+        job.rate = 1.0
+        job.boundary = job.work
+        self.engine.schedule(start + job.work - done, P_FINISH, self._on_finish, (job, job.epoch))
 
     def _begin(self, job: SimJob, now: float) -> None:
         """Recompute a running job's rate in place (same GPUs) and re-plan its next event."""
@@ -673,7 +777,8 @@ class Simulator:
             self._schedule_boundary(job)
 
     def _schedule_boundary(self, job: SimJob) -> None:
-        at = max(job.seg_start, self.engine.now) + (job.boundary - job.done) / job.rate
+        now = self.engine.now
+        at = (job.seg_start if job.seg_start > now else now) + (job.boundary - job.done) / job.rate
         self.engine.schedule(at, P_FINISH, self._on_boundary, (job, job.epoch))
 
     def _bank(self, job: SimJob, now: float) -> None:
@@ -691,27 +796,18 @@ class Simulator:
             self._bank(job, now)
         weight = job.gpu_weight()
         job.held_gpu_s += (now - job.seg_begin) * weight
-        job.attained_base += (now - job.seg_begin) * job.held
+        job.attained_base += (now - job.seg_begin) * (job.held if job.kind else job.gpus)
         self.state.release(job.placement, d.milli, d.cpus, d.memory_mib, job.split)
-        if self._multi:
-            self._held[job.group][job.pool] -= weight
-        if self.segments is not None:
-            for node, gpus in job.placement:
-                for gpu in gpus or (-1,):
-                    self.segments.append(Segment(job.row, node, gpu, d.milli, job.seg_begin, now))
-        if self._node_jobs is not None:
-            for node, _ in job.placement:
-                self._node_jobs[node].discard(job)
-        if self._track_nodes:
-            for node, _ in job.placement:
-                self.power.node_freed(node, now)
+        if self._book or self.segments is not None:
+            self._book_stop(job, now, weight)
         if job.kind:
             model = self.models[job.kind]
             assert model is not None
             model.stopped(job, now)
             model.moved(job, now)
+            assert isinstance(job, KindJob)
+            job.split = None
         job.placement = None
-        job.split = None
         job.status = PENDING
         job.epoch += 1
 
@@ -721,9 +817,9 @@ class Simulator:
         if job.epoch != epoch:
             return
         now = self.engine.now
-        self._bank(job, now)
-        job.done = job.boundary
         if job.kind:
+            self._bank(job, now)
+            job.done = job.boundary
             model = self.models[job.kind]
             assert model is not None
             model.cross(job, now)
@@ -731,54 +827,71 @@ class Simulator:
                 job.epoch += 1
                 self._schedule_boundary(job)
                 return
-        self._finish(job, now)
+        self._on_finish(arg)
 
-    def _finish(self, job: SimJob, now: float) -> None:
+    def _on_finish(self, arg: tuple[SimJob, int]) -> None:
+        """A job's finish event: its last boundary (a rigid job's only one)."""
+        job, epoch = arg
+        if job.epoch != epoch:
+            return
+        now = self.engine.now
         job.done = job.work
         placement = job.placement
         self._stop(job, now, keep_progress=False)
         job.status = DONE
         job.end = now
+        pool = job.pool
         self.groups[job.group].scheduler.on_finished(job, now)
-        # Elastic and PS work is not in seconds: their run time is the time from first start.
-        self.records.finish(job, None if job.kind == RIGID else now - job.first_start)
-        if self.estimator is not None and job.kind == RIGID:
+        if job.kind:
+            # Elastic and PS work is not in seconds: their run time is the time from first start.
+            job.duration = now - job.first_start
+            if job.kind == PS and placement is not None:
+                model = self.models[PS]
+                assert model is not None
+                self._rerate(model.affected({n for n, _ in placement}), now)
+        elif self.estimator is not None:
             self.estimator.observe(job.row, job.duration or job.work, now)
+        self.records.finish(job)
         self._live -= 1
         self._finished += 1
-        self._dirty[job.group].add(job.pool)
-        if self._multi:
-            for g in range(len(self.groups)):
-                self._dirty[g].add(job.pool)
         if self._sample_events:
-            self._sample(job.pool, now)
-        if job.kind == PS and placement is not None:
-            model = self.models[PS]
-            assert model is not None
-            self._rerate(model.affected({n for n, _ in placement}), now)
-        self._request_cycles(now)
+            self._sample(pool, now)
+        if self._multi:
+            for dirty in self._dirty:
+                dirty.add(pool)
+            self._request_cycles(now)
+        else:
+            self._dirty[0].add(pool)
+            self._request_cycle(0, now)
         if self.progress is not None and self._finished % self._progress_every == 0:
             self.progress(self._finished, len(self._submit))
         if self._live == 0 and self._next_row >= len(self._submit):
             self.engine.stop()
 
-    def _sample(self, pool: int, now: float) -> None:
-        if self._multi:
-            qs = [g.scheduler.pools[pool] for g in self.groups]
-            running = sum(q.running_jobs for q in qs)
-            pending = sum(q.pending_jobs for q in qs)
-            pending_gpus = sum(q.pending_gpus for q in qs)
-        else:
-            q = self.groups[0].scheduler.pools[pool]
-            running, pending, pending_gpus = q.running_jobs, q.pending_jobs, q.pending_gpus
+    def _sample_one(self, pool: int, now: float) -> None:
+        """Record ``pool`` in the timeline (one policy group)."""
+        q = self._rigid_scheduler.pools[pool]
+        self.timeline.record(
+            pool,
+            now,
+            self.state.pool_used_milli[pool] / WHOLE,
+            self.state.pool_up_gpus[pool],
+            q.running_jobs,
+            q.pending_jobs,
+            q.pending_gpus,
+        )
+
+    def _sample_groups(self, pool: int, now: float) -> None:
+        """Record ``pool`` in the timeline, counting the jobs of every group."""
+        qs = [g.scheduler.pools[pool] for g in self.groups]
         self.timeline.record(
             pool,
             now,
             self.state.busy_gpus(pool),
             self.state.pool_up_gpus[pool],
-            running,
-            pending,
-            pending_gpus,
+            sum(q.running_jobs for q in qs),
+            sum(q.pending_jobs for q in qs),
+            sum(q.pending_gpus for q in qs),
         )
 
     # ---- power management ----------------------------------------------------------------
@@ -815,6 +928,7 @@ class Simulator:
         if not faults.enabled:
             return
         self._node_jobs = [set() for _ in self.cluster.nodes]
+        self._book = True
         if faults.file:
             for outage in read_outages(faults.file, self.state.node_names):
                 self.engine.schedule(outage.fail_time, P_NODE, self._on_fail, outage.node)
