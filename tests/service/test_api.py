@@ -26,7 +26,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[TestClient, Harness, dict[str, str],
     dash = tmp_path / "dash"
     dash.mkdir()
     (dash / "index.html").write_text("<html>dashboard here</html>")
-    with TestClient(create_app(ctx, dash, max_body=4096)) as client:
+    with TestClient(create_app(ctx, dash, max_body=4096), base_url="http://localhost") as client:
         yield client, h, {"Authorization": f"Bearer {token}"}, pokes
     h.store.close()
 

@@ -1,15 +1,18 @@
 """The service's composition root: store, back end, controller, control loop, API, server.
 
-Stopping the service (Ctrl-C, SIGTERM) stops the loop and the HTTP server but leaves job
-processes running: a service started again on the same store adopts them (crash recovery and a
-clean restart are the same path).
+Stopping the service (Ctrl-C or SIGTERM, the same way) stops the loop and the HTTP server and
+closes the back end and the store, but leaves job processes running: a service started again
+on the same store adopts them (crash recovery and a clean restart are the same path).
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +23,10 @@ from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
 from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S, check_lease
 from dlsched.service.elastic_setup import build_controller, create_service_policy
-from dlsched.service.guard import Guard
+from dlsched.service.guard import DEFAULT_ALLOWED_HOSTS, Guard
 from dlsched.service.loop import ControlLoop
 from dlsched.service.service_id import resolve_service_id
-from dlsched.service.store import Store
+from dlsched.service.store import Store, StoreError
 from dlsched.service.store_url import SqliteTarget, StoreTarget, parse_store_url
 
 DEFAULT_PORT = 8765
@@ -40,7 +43,9 @@ class ServiceConfig:
     cluster of the ``ray`` back end (None: ``$RAY_ADDRESS``, else a local Ray instance; an
     error with any other back end); ``service_id`` this service's id among those sharing the
     store (None: kept in ``<work_dir>/service-id``, see :mod:`dlsched.service.service_id`);
-    ``lease_s`` how long its jobs stay its own after it stops renewing its lease."""
+    ``lease_s`` how long its jobs stay its own after it stops renewing its lease;
+    ``allowed_hosts`` the ``Host`` names the API answers besides the loopback ones and ``host``
+    itself (``*``: any; see :mod:`dlsched.service.guard`)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -58,6 +63,14 @@ class ServiceConfig:
     ray_address: str | None = None
     service_id: str | None = None
     lease_s: float = DEFAULT_LEASE_S
+    allowed_hosts: tuple[str, ...] = ()
+
+    @property
+    def api_hosts(self) -> tuple[str, ...]:
+        """Every ``Host`` name the API answers: loopback, the address it listens on (unless a
+        wildcard) and :attr:`allowed_hosts`."""
+        own = () if self.host in ("0.0.0.0", "::", "") else (self.host,)
+        return (*DEFAULT_ALLOWED_HOSTS, *own, *self.allowed_hosts)
 
     @property
     def store_target(self) -> StoreTarget:
@@ -103,7 +116,7 @@ class Service:
         target = config.store_target
         self.token = load_or_create_token(config.token_path)
         if isinstance(target, SqliteTarget):
-            target.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_dir(target.path.parent, "--db")
         self.store = Store(target)
         backend: Backend | None = None
         try:
@@ -142,6 +155,7 @@ class Service:
                 self.store, self.controller, self.loop.poke, clock, self.token, policy.name
             ),
             DASHBOARD_DIR,
+            allowed_hosts=config.api_hosts,
         )
 
     def start(self) -> None:
@@ -153,6 +167,33 @@ class Service:
         self.loop.stop()
         self.backend.close()
         self.store.close()
+
+
+def _private_dir(path: Path, option: str) -> None:
+    """Make directory ``path`` (mode 0700) unless it exists; StoreError, one line naming
+    ``option``, when that fails (a read-only or missing parent)."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{option} {path}: cannot create the directory: {exc.strerror}") from None
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what systemd and Kubernetes send) stops the service exactly as Ctrl-C does:
+    the server drains, then the stop routine runs. Only the main thread can set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -176,16 +217,23 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
     sock = bind(config.host, config.port)
     port = sock.getsockname()[1]
     host = f"[{config.host}]" if ":" in config.host else config.host
-    try:
-        service.start()
-        announce(f"dlsched service at http://{host}:{port}/")
-        announce(f"token file: {config.token_path}")
-        announce(
-            f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
-            f"store {service.store.label}, service id {service.service_id}"
-        )
-        server = uvicorn.Server(uvicorn.Config(service.app, log_level="warning", access_log=False))
-        server.run(sockets=[sock])
-    finally:
-        service.stop()
-        sock.close()
+    # uvicorn re-raises the signal that stopped it once it has drained; with SIGTERM left at
+    # its default that killed the process before the stop routine below could run.
+    with _sigterm_as_interrupt():
+        try:
+            service.start()
+            announce(f"dlsched service at http://{host}:{port}/")
+            announce(f"token file: {config.token_path}")
+            announce(
+                f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
+                f"store {service.store.label}, service id {service.service_id}"
+            )
+            server = uvicorn.Server(
+                uvicorn.Config(service.app, log_level="warning", access_log=False)
+            )
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:
+            announce("dlsched service stopped")
+        finally:
+            service.stop()
+            sock.close()
