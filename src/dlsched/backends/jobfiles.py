@@ -23,8 +23,14 @@ class JobFilesError(ValueError):
 
 
 def private_dir(path: Path) -> None:
-    """Make directory ``path`` and its missing parents, readable by their owner only."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Make directory ``path`` and its missing parents, each readable by its owner only
+    (``Path.mkdir`` would give the parents the default mode)."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
 
 
 def open_log(path: Path) -> int:

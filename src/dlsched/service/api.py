@@ -81,7 +81,13 @@ def create_app(
         return JSONResponse({"detail": f"{exc}; nothing was changed"}, status_code=status)
 
     def get(path: str, summary: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        return app.api_route(path, methods=["GET", "HEAD"], summary=summary)
+        """``GET path``, answered for ``HEAD`` too (the server sends no body for a HEAD)."""
+
+        def register(endpoint: Callable[..., Any]) -> Callable[..., Any]:
+            app.head(path, include_in_schema=False)(endpoint)
+            return app.get(path, summary=summary)(endpoint)
+
+        return register
 
     def find(job_id: str) -> JobRow:
         seq = seq_of(job_id)

@@ -8,6 +8,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from dlsched.backends.jobfiles import private_dir
+
 
 class TokenFileError(ValueError):
     """The token file exists but cannot be used safely; the message names it."""
@@ -30,7 +32,7 @@ def load_or_create_token(path: Path) -> str:
     token = secrets.token_urlsafe(32)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(token + "\n")

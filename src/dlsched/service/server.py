@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dlsched.backends.base import Backend
 from dlsched.backends.factory import BACKENDS, create_backend
+from dlsched.backends.jobfiles import private_dir
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
@@ -114,9 +115,9 @@ class Service:
                 raise ValueError("ray_address (--ray-address) is empty")
         check_lease(config.lease_s)
         target = config.store_target
-        self.token = load_or_create_token(config.token_path)
         if isinstance(target, SqliteTarget):
             _private_dir(target.path.parent, "--db")
+        self.token = load_or_create_token(config.token_path)
         self.store = Store(target)
         backend: Backend | None = None
         try:
@@ -173,7 +174,7 @@ def _private_dir(path: Path, option: str) -> None:
     """Make directory ``path`` (mode 0700) unless it exists; StoreError, one line naming
     ``option``, when that fails (a read-only or missing parent)."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(path)
     except OSError as exc:
         raise StoreError(f"{option} {path}: cannot create the directory: {exc.strerror}") from None
 

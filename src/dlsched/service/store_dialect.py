@@ -185,7 +185,9 @@ class SqliteDialect(Dialect):
             )
 
     def storage_error(self, exc: Exception) -> StoreError | None:
-        if not isinstance(exc, sqlite3.OperationalError | sqlite3.DatabaseError):
+        # Plain DatabaseError: "file is not a database" and the like; its subclasses other
+        # than OperationalError (integrity, programming) are the caller's own mistakes.
+        if not (isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError):
             return None
         text = str(exc)
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in text:
