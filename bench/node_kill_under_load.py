@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -42,12 +43,22 @@ def start_load(processes: int, seconds: float) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", SPIN, str(seconds)]) for _ in range(processes)]
 
 
-def run_test(nodeid: str, log: Path) -> tuple[bool, float]:
-    """Run one test in a fresh pytest; (passed, seconds). Its output goes to ``log``."""
+def run_test(nodeid: str, log: Path, tmp: Path) -> tuple[bool, float]:
+    """Run one test in a fresh pytest; (passed, seconds). Its output goes to ``log``, its
+    temporary files to ``tmp`` (kept for a failed run)."""
     began = time.monotonic()
     with open(log, "w") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                nodeid,
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--basetemp={tmp}",
+            ],
             cwd=REPO,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -77,7 +88,8 @@ def main() -> int:
             passed_in_a_row, seconds = 0, []
             for i in range(1, args.runs + 1):
                 log = args.out / f"{name}-{i}.log"
-                ok, took = run_test(TESTS[name], log)
+                tmp = args.out / f"{name}-{i}-tmp"
+                ok, took = run_test(TESTS[name], log, tmp)
                 seconds.append(round(took, 1))
                 print(f"{name} run {i}: {'passed' if ok else 'FAILED'} in {took:.0f} s", flush=True)
                 if not ok:
@@ -85,6 +97,7 @@ def main() -> int:
                     break
                 passed_in_a_row += 1
                 log.unlink()
+                shutil.rmtree(tmp, ignore_errors=True)
             summary[name] = {
                 "runs": len(seconds),
                 "passed_in_a_row": passed_in_a_row,

@@ -31,7 +31,7 @@ in ``<root>/exits/<request_id>``. ``root`` must therefore be on a file system ev
   an actor or job that dies unasked while Ray still lists its nodes is judged once Ray declares
   a node dead or after :data:`NODE_LOSS_WAIT_S` (whatever the actor itself reported
   meanwhile). A request planned on a node the cluster does not have fails at once with
-  ``launch_failed``.
+  ``launch_failed`` (``node_lost`` when the node was alive once: planned before it died).
 - Recover: adopts the named actors of ``known`` requests and kills every other actor and
   placement group of this instance (orphans).
 
@@ -179,13 +179,14 @@ class RayBackend(FileBackedBackend):
         return self._nodes
 
     def node_names(self) -> set[str]:
-        """The dlsched names of the cluster's live nodes."""
-        return {name for n in self._alive_nodes() if (name := _node_name(n))}
+        """The dlsched names of the cluster's live nodes (remembered as seen)."""
+        alive = {name for n in self._alive_nodes() if (name := _node_name(n))}
+        self._seen_nodes |= alive
+        return alive
 
     def unavailable_nodes(self) -> frozenset[str]:
         """Nodes this back end saw alive before and that are gone now."""
         alive = self.node_names()
-        self._seen_nodes |= alive
         return frozenset(self._seen_nodes - alive)
 
     def inventory(self) -> ClusterSpec:
@@ -208,6 +209,12 @@ class RayBackend(FileBackedBackend):
             return
         if not self.started_local:
             missing = sorted(set(request.gpu_ids) - self.node_names())
+            lost = [n for n in missing if n in self._seen_nodes]
+            if lost:
+                # Planned while the node was alive, launched just after it died: the node's
+                # fault, not the job's (it is queued again).
+                self._fail(proc, "node_lost", f"Ray node {', '.join(lost)} was lost")
+                return
             if missing:
                 self._fail(proc, "launch_failed", f"no live Ray node is named {missing}")
                 return

@@ -245,9 +245,9 @@ def parse_cluster_toml(text: str, source: str = "<string>") -> ClusterSpec:
             "nodes", f"expected a non-empty array of [[nodes]] tables, got {raw_groups!r}"
         )
     groups = [_parse_group(raw, i, where) for i, raw in enumerate(raw_groups)]
-    problem = size_problem(groups)
-    if problem is not None:
-        raise where.error(problem[0], f"{problem[1]} (see docs/cluster-format.md)")
+    too_big = size_problem(groups)
+    if too_big is not None:
+        raise where.error(too_big[0], f"{too_big[1]} (see docs/cluster-format.md)")
     return ClusterSpec(name, _expand(groups, where), description, source)
 
 
