@@ -84,6 +84,30 @@ def test_back_end_errors_fail_only_their_job(tmp_path: Path) -> None:
     store.close()
 
 
+def test_start_up_survives_a_job_recorded_on_another_cluster(tmp_path: Path) -> None:
+    # A store written by a service of another cluster: one running job holds GPUs on a node
+    # this cluster lacks, another GPUs a node here does not have. Both fail with the reason;
+    # the rest of the store is scheduled as usual.
+    store = Store(tmp_path / "state.db")
+    gone = store.submit(NewJob("gone", "u", 1, ("true",)), 0.0).seq
+    wide = store.submit(NewJob("wide", "u", 1, ("true",)), 0.0).seq
+    ok = store.submit(NewJob("ok", "u", 1, ("sh", "-c", "exit 0")), 0.0).seq
+    assert store.mark_started(gone, {"elsewhere-007": [0]}, 1.0, "old") is not None
+    assert store.mark_started(wide, {"node-000": [9]}, 1.0, "old") is not None
+    backend = LocalBackend(tmp_path / "jobs", "other-cluster")
+    controller = Controller(
+        store, backend, resolve_cluster("1x4"), create_policy("fifo"), service_id="old"
+    )
+    controller.recover()
+    run_until_final(controller, store)
+    rows = {r.name: r for r in store.jobs()}
+    assert rows["gone"].state == rows["wide"].state == FAILED
+    assert "node 'elsewhere-007' is not in this service's cluster" in (rows["gone"].reason or "")
+    assert "GPUs [9] are not all on node 'node-000'" in (rows["wide"].reason or "")
+    assert store.get(ok) is not None and rows["ok"].state == COMPLETED
+    store.close()
+
+
 def api(method: str, url: str, token: str, **kwargs: Any) -> httpx.Response:
     return httpx.request(
         method, url, headers={"Authorization": f"Bearer {token}"}, timeout=10, **kwargs

@@ -191,7 +191,18 @@ class Controller:
         spec); nothing to do here."""
 
     def _placement(self, gpu_ids: GpuIds | None) -> Placement:
-        return tuple((self.node_index[node], tuple(gpus)) for node, gpus in (gpu_ids or {}).items())
+        """``gpu_ids`` as this cluster's placement; ValueError naming a node or GPU that the
+        cluster does not have (a store written for another cluster)."""
+        placement = []
+        for node, gpus in (gpu_ids or {}).items():
+            index = self.node_index.get(node)
+            if index is None:
+                raise ValueError(f"node {node!r} is not in this service's cluster")
+            size = self.cluster.nodes[index].gpus
+            if any(not 0 <= g < size for g in gpus):
+                raise ValueError(f"GPUs {list(gpus)} are not all on node {node!r} ({size} GPUs)")
+            placement.append((index, tuple(gpus)))
+        return tuple(placement)
 
     def request_for(self, row: JobRow) -> LaunchRequest:
         """The back-end request of ``row``'s current attempt."""

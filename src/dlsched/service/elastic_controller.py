@@ -193,7 +193,7 @@ class ElasticController(Controller):
                 continue
             if self.store.mark_preempting(row.seq, row.attempt, now):
                 self.resizes += 1
-                self.backend.terminate(row.request_id, self.grace_s)
+                self._terminate(row, self.grace_s)
 
     def _start_allocated(
         self, jobs: list[LiveElasticJob], answer: dict[str, Allocation], now: float
@@ -225,6 +225,6 @@ class ElasticController(Controller):
                     free[node] = [g for g in free[node] if g not in gs]
                 with self._lock:
                     self._waiting.pop(row.seq, None)
-                self.backend.launch(self.request_for(new))
+                self._launch(new)
                 started += 1
         return started
