@@ -138,9 +138,13 @@ toml_values = st.one_of(
 
 @st.composite
 def cluster_files(draw: st.DrawFn) -> str:
+    """Groups that are mostly well formed (so their sizes get checked), with hostile values
+    and keys mixed in."""
     lines = ['name = "fuzz"']
     for _ in range(draw(st.integers(0, 3))):
         lines.append("[[nodes]]")
+        lines.append(f"count = {draw(counts)}")
+        lines.append(f"gpus = {draw(counts)}")
         for key in draw(st.sets(st.sampled_from(["count", "gpus", "gpu_type", "names", "x"]))):
             lines.append(f"{key} = {draw(toml_values)}")
     return "\n".join(lines) + "\n"
@@ -148,7 +152,7 @@ def cluster_files(draw: st.DrawFn) -> str:
 
 shorthands = st.one_of(
     st.lists(
-        st.tuples(st.sampled_from(["", "v100:", "a b:", "\u0661:"]), counts, counts),
+        st.tuples(st.sampled_from(["", "", "v100:", "a b:", "\u0661:"]), counts, counts),
         min_size=1,
         max_size=3,
     ).map(lambda gs: ",".join(f"{t}{c}x{g}" for t, c, g in gs)),
