@@ -433,7 +433,7 @@ class RayBackend(FileBackedBackend):
         request stays as it was, and :meth:`_refresh` reports ``node_lost`` as soon as Ray
         drops a node. The actor's answer proves nothing: when a raylet dies, Ray kills its
         workers' children first, and the actor can record and report the kill before it dies
-        too (seen under CPU load: issue 15)."""
+        too (seen under CPU load)."""
         if proc.died_at is None:
             proc.died_at = now
             proc.death = f"the job was killed, exit code {code}"

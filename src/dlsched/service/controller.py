@@ -318,7 +318,7 @@ class Controller:
         for row in rows:
             try:
                 self._mirror(row)
-            except Exception as exc:  # one job's data never stops the others (issue 15)
+            except Exception as exc:  # one job's data never stops the others
                 self._fail(row, "its record cannot be scheduled", exc)
 
     def _fail(self, row: JobRow, what: str, exc: BaseException) -> None:
