@@ -6,7 +6,8 @@ not with events. The value at grid time ``k·step`` is the state after the last 
 it (piecewise-constant, forward filled).
 
 The table has a row for every grid time from start to end while that costs at most
-:data:`DENSE_FACTOR` rows per recorded change (or :data:`DENSE_FLOOR` rows in all). A run whose
+:data:`DENSE_FLOOR` rows in all, or at most :data:`DENSE_FACTOR` rows per recorded change
+beyond them. A run whose
 span dwarfs its activity (two jobs a billion seconds apart) gets only the grid times at which a
 pool's state changed, plus the first and the last: each row then holds from its time until the
 next row of its pool. Such a table says so in its schema metadata (``dlsched.timeline`` =
@@ -21,8 +22,9 @@ import math
 import numpy as np
 import pyarrow as pa
 
-DENSE_FLOOR = 100_000
-"""Grid rows a timeline always may have, whatever its number of changes."""
+DENSE_FLOOR = 2_000_000
+"""Grid rows a timeline always may have, whatever its number of changes (about 150 MB; a
+year of minutes in four partitions): every real trace keeps the full grid."""
 DENSE_FACTOR = 8
 """Grid rows allowed per recorded change beyond :data:`DENSE_FLOOR`."""
 FORM_KEY = b"dlsched.timeline"
