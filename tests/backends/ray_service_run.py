@@ -73,9 +73,9 @@ def main(argv: list[str]) -> None:
         events = {r["id"]: service.call("GET", f"/jobs/{r['id']}/events") for r in records}
     codes = exit_codes(service.jobs_root)
     clashes, unstopped = double_booked(service.jobs_root)
-    logs = {
-        r["id"]: read_gpu_log(service.jobs_root / "jobs" / r["id"] / "gpu_log.txt") for r in records
-    }
+    paths = {r["id"]: service.jobs_root / "jobs" / r["id"] / "gpu_log.txt" for r in records}
+    # A job that never ran (e.g. failed before starting) has no log: the states then tell.
+    logs = {job: read_gpu_log(path) if path.exists() else [] for job, path in paths.items()}
     runs = {job: [run.node for run in log] for job, log in logs.items()}
     victim_starts = {
         job: [run.start for run in log if run.node == VICTIM] for job, log in logs.items()

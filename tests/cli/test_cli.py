@@ -410,9 +410,11 @@ def first_column(output: str) -> set[str]:
 
 def test_list_policies_placements_clusters() -> None:
     listed = ok(invoke("list", "policies")).output
-    plain, _, elastic = listed.partition("elastic (")
-    assert first_column(plain) == set(policies()) >= {"fifo", "sjf", "srtf", "tiresias"}
-    assert first_column(elastic.split("\n", 1)[1]) == set(elastic_policies())
+    expected = set(policies()) | set(elastic_policies()) | {"smd"}
+    assert first_column(listed) == {"policy"} | expected
+    assert expected >= {"fifo", "sjf", "srtf", "tiresias", "pollux", "ones", "optimus"}
+    rows = {line.split()[0]: line for line in listed.splitlines()[1:]}
+    assert "rigid, elastic, ps" in rows["tiresias"] and "elastic" in rows["pollux"]
     assert first_column(ok(invoke("list", "placements")).output) == {
         "consolidate",
         "pack",

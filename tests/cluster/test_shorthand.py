@@ -83,6 +83,9 @@ def test_same_text_gives_equal_specs() -> None:
         (",32x8", "empty group"),
         ("32x8,,4x4", "empty group"),
         (f"{MAX_SHORTHAND_NODES + 1}x8", "more than the limit"),
+        ("2x100000000000", "GPUs per node is more than the limit of 1024"),
+        ("99999x999", "GPUs in all is more than the limit of 1000000"),
+        ("60000x1,60000x1", "nodes in all is more than the limit of 100000"),
     ],
 )
 def test_bad_shorthand_names_token_reason_and_grammar(text: str, reason: str) -> None:

@@ -262,3 +262,22 @@ def test_unwritable_spec_leaves_existing_file_and_no_temp(tmp_path: Path) -> Non
 def test_unrepresentable_nodes_are_refused(node: NodeSpec) -> None:
     with pytest.raises(ClusterFormatError, match="cannot write"):
         format_cluster_toml(ClusterSpec("c", (node,)))
+
+
+@pytest.mark.parametrize(
+    ("groups", "field", "reason"),
+    [
+        ("count = 100000000000\ngpus = 8", "nodes[0].count", "more than the limit of 100000"),
+        ("count = 2\ngpus = 99999999999999", "nodes[0].gpus", "more than the limit of 1024"),
+        ("count = 99999\ngpus = 1024", "nodes", "GPUs in all is more than the limit of 1000000"),
+    ],
+)
+def test_cluster_sizes_over_the_limits_are_refused_before_building(
+    groups: str, field: str, reason: str
+) -> None:
+    with pytest.raises(ClusterFormatError, match=re.escape(f"{field}: ") + ".*" + reason):
+        parse_cluster_toml(f'name = "big"\n[[nodes]]\n{groups}\n', "big.toml")
+    with pytest.raises(ClusterFormatError, match="nodes in all"):
+        parse_cluster_toml(
+            'name = "big"\n' + "[[nodes]]\ncount = 60000\ngpus = 1\n" * 2, "big.toml"
+        )

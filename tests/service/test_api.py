@@ -26,7 +26,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[TestClient, Harness, dict[str, str],
     dash = tmp_path / "dash"
     dash.mkdir()
     (dash / "index.html").write_text("<html>dashboard here</html>")
-    with TestClient(create_app(ctx, dash, max_body=4096)) as client:
+    with TestClient(create_app(ctx, dash, max_body=4096), base_url="http://localhost") as client:
         yield client, h, {"Authorization": f"Bearer {token}"}, pokes
     h.store.close()
 
@@ -166,7 +166,7 @@ def test_docs_and_dashboard_are_served(setup) -> None:  # type: ignore[no-untype
     # FastAPI's own pages load their scripts from a CDN: the reference is the dashboard's.
     assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
     ctx = ServiceContext(h.store, h.controller, lambda: None, h.clock, "t", "tiresias")
-    with TestClient(create_app(ctx, DASHBOARD_DIR)) as real:
+    with TestClient(create_app(ctx, DASHBOARD_DIR), base_url="http://localhost") as real:
         page = real.get("/docs", follow_redirects=True)
         assert page.status_code == 200 and "docs.js" in page.text
         for asset in ("/docs/docs.js", "/docs/docs.css", "/dom.js"):

@@ -71,7 +71,7 @@ def test_the_api_shows_the_gpus_a_resized_job_holds(
     live, seq = grown
     token = load_or_create_token(tmp_path / "token")
     ctx = ServiceContext(live.store, live.ctl, lambda: None, live.clock, token, "pollux")
-    with TestClient(create_app(ctx, None)) as client:
+    with TestClient(create_app(ctx, None), base_url="http://localhost") as client:
         record = client.get(f"/jobs/j{seq}").json()
     assert record["state"] == RUNNING
     assert (record["gpus"], record["gpus_requested"]) == (4, 1)

@@ -220,7 +220,7 @@ def api(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str], Live]]:
     live = Live(tmp_path, "ones")
     token = load_or_create_token(tmp_path / "token")
     ctx = ServiceContext(live.store, live.ctl, lambda: None, live.clock, token, "ones")
-    with TestClient(create_app(ctx, None)) as client:
+    with TestClient(create_app(ctx, None), base_url="http://localhost") as client:
         yield client, {"Authorization": f"Bearer {token}"}, live
     live.store.close()
 

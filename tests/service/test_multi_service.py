@@ -286,7 +286,7 @@ def test_the_cluster_view_shows_only_this_services_jobs(tmp_path: Path) -> None:
 
     def held(service: Service) -> list[str | None]:
         ctx = ServiceContext(service.store, service.ctl, lambda: None, clock, "t" * 32, "fifo")
-        with TestClient(create_app(ctx, None)) as client:
+        with TestClient(create_app(ctx, None), base_url="http://localhost") as client:
             nodes = client.get("/cluster").json()["nodes"]
         return [g["job_id"] for n in nodes for g in n["gpus"]]
 

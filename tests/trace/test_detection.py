@@ -130,11 +130,34 @@ def test_blank_lines_are_skipped_and_lines_still_counted(write_file: WriteFile) 
     assert [(e.line, e.field) for e in result.errors] == [(6, "submit_time")]
 
 
-def test_quoted_field_spanning_lines_keeps_line_numbers(write_file: WriteFile) -> None:
-    text = 'job_id,submit_time,num_gpus,job_name\na,0,1,"two\nlines"\nb,x,1,n\n'
+def test_quoted_field_spanning_lines_is_rejected_and_keeps_line_numbers(
+    write_file: WriteFile,
+) -> None:
+    # No trace field holds a line break: a record spanning lines is an unclosed quote that
+    # swallowed the rows after it, reported at the line it starts, never a silent loss.
+    text = 'job_id,submit_time,num_gpus,job_name\na,0,1,"two\nc,1,1,n"\nb,x,1,n\nd,2,1,n\n'
     result = read_trace(write_file("t.csv", text), skip_bad_rows=True)
-    assert [(e.line, e.field) for e in result.errors] == [(4, "submit_time")]
-    assert next(result.trace.jobs()).job_name == "two\nlines"
+    assert [(e.line, e.field) for e in result.errors] == [(2, "(row)"), (4, "submit_time")]
+    assert "runs on to line 3" in result.errors[0].reason
+    assert [j.job_id for j in result.trace.jobs()] == ["d"]
+
+
+def test_unclosed_quote_names_the_line_it_opens(write_file: WriteFile) -> None:
+    text = 'job_id,submit_time,num_gpus,job_name\na,0,1,n\nb,1,1,"open\nc,2,1,n\n'
+    with pytest.raises(TraceError, match=r"t\.csv:3: unreadable CSV: .*never closed"):
+        read_trace(write_file("t.csv", text))
+    text = 'job_id,submit_time,num_gpus,job_name\na,0,1,"x"y\n'
+    with pytest.raises(TraceError, match=r"t\.csv:2: unreadable CSV"):
+        read_trace(write_file("t.csv", text))
+
+
+def test_times_beyond_the_limit_are_row_errors(write_file: WriteFile) -> None:
+    text = "job_id,submit_time,num_gpus,duration\na,0,1,1e308\nb,2e10,1,5\nc,1e9,1,5\n"
+    result = read_trace(write_file("t.csv", text), skip_bad_rows=True)
+    assert [(e.line, e.field) for e in result.errors] == [(2, "duration"), (3, "submit_time")]
+    assert "beyond the limit of 1e+10 s" in result.errors[0].reason
+    assert "1e+308" in result.errors[0].reason
+    assert [j.job_id for j in result.trace.jobs()] == ["c"]
 
 
 def test_parquet_suffix_must_be_canonical(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,24 @@ def test_bad_values_in_parquet_are_row_errors(tmp_path: Path) -> None:
     result = read_trace(path, skip_bad_rows=True)
     assert result.trace.column("job_id").to_pylist() == ["a"]
     assert result.rows_read == 4
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        (b"dlsched.source", b"\xff\xfe", "dlsched.source is not UTF-8 text"),
+        (b"dlsched.origin_unix", b"abc", "dlsched.origin_unix is not a finite number"),
+        (b"dlsched.origin_unix", b"inf", "dlsched.origin_unix is not a finite number"),
+        (b"dlsched.origin_unix", b"\xff", "dlsched.origin_unix is not a finite number"),
+        (b"ARROW:schema", b"garbage", "not a readable Parquet file"),
+    ],
+)
+def test_bad_metadata_is_an_error_naming_the_file(
+    tmp_path: Path, key: bytes, value: bytes, problem: str
+) -> None:
+    table = _full_trace().table
+    metadata = {**(table.schema.metadata or {}), key: value}
+    path = tmp_path / "bad.parquet"
+    pq.write_table(table.replace_schema_metadata(metadata), path)
+    with pytest.raises(TraceError, match=re.escape(f"{path}: ") + ".*" + re.escape(problem)):
+        read_parquet(path)

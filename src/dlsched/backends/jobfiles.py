@@ -5,6 +5,7 @@ file per request, written by the job's wrapper so the code survives a driver res
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,42 @@ INSTANCE_VAR = "DLSCHED_INSTANCE"
 REQUEST_VAR = "DLSCHED_REQUEST_ID"
 
 
+class JobFilesError(ValueError):
+    """The jobs' directory cannot be made; the message names it (one line)."""
+
+
+def private_dir(path: Path) -> None:
+    """Make directory ``path`` and its missing parents, each readable by its owner only
+    (``Path.mkdir`` would give the parents the default mode)."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+
+
+def open_log(path: Path) -> int:
+    """A file descriptor appending to a job's log ``path`` (created with mode 0600: job
+    output may hold secrets)."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+
 class FileBackedBackend(Backend):
     """A back end whose jobs keep their files under ``root`` (``jobs/<job id>`` and
-    ``exits/<request id>``); subclasses call :meth:`_make_dirs` once."""
+    ``exits/<request id>``, directories of mode 0700); subclasses call :meth:`_make_dirs`
+    once."""
 
     root: Path
 
     def _make_dirs(self) -> None:
-        (self.root / "jobs").mkdir(parents=True, exist_ok=True)
-        (self.root / "exits").mkdir(parents=True, exist_ok=True)
+        try:
+            private_dir(self.root / "jobs")
+            private_dir(self.root / "exits")
+        except OSError as exc:
+            raise JobFilesError(
+                f"{self.root}: cannot create the jobs' directories: {exc.strerror}"
+            ) from None
 
     def workdir(self, job_id: str) -> Path:
         """The job's working directory (the same for every attempt)."""

@@ -43,6 +43,8 @@ from dlsched.backends.jobfiles import (
     REQUEST_VAR,
     STATUS_NAME,
     FileBackedBackend,
+    open_log,
+    private_dir,
 )
 from dlsched.backends.procfs import is_alive, marked_processes, read_stat
 
@@ -94,8 +96,8 @@ class LocalBackend(FileBackedBackend):
             return
         workdir = self.workdir(request.job_id)
         try:
-            (workdir / CHECKPOINT_NAME).mkdir(parents=True, exist_ok=True)
-            with open(workdir / LOG_NAME, "ab") as log:
+            private_dir(workdir / CHECKPOINT_NAME)
+            with open(open_log(workdir / LOG_NAME), "ab") as log:
                 popen = subprocess.Popen(
                     [
                         "sh",
@@ -112,7 +114,9 @@ class LocalBackend(FileBackedBackend):
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
+            # ValueError: an argument or variable a process cannot take (a NUL byte, invalid
+            # Unicode); the API refuses those, a store written by an older version may not.
             self._errors.append(BackendError(rid, "launch_failed", str(exc), self.clock()))
             self.procs[rid] = LocalProc(request, None, None, exited=True)
             return

@@ -29,8 +29,9 @@ in ``<root>/exits/<request_id>``. ``root`` must therefore be on a file system ev
   for its placement, or with its job killed by a signal this back end did not send) is reported
   as a ``node_lost`` :class:`~dlsched.backends.base.BackendError` and ``EXITED`` (no exit code);
   an actor or job that dies unasked while Ray still lists its nodes is judged once Ray declares
-  a node dead or after :data:`NODE_LOSS_WAIT_S`. A request planned on a node the cluster does
-  not have fails at once with ``launch_failed``.
+  a node dead or after :data:`NODE_LOSS_WAIT_S` (whatever the actor itself reported
+  meanwhile). A request planned on a node the cluster does not have fails at once with
+  ``launch_failed`` (``node_lost`` when the node was alive once: planned before it died).
 - Recover: adopts the named actors of ``known`` requests and kills every other actor and
   placement group of this instance (orphans).
 
@@ -62,6 +63,7 @@ from dlsched.backends.jobfiles import (
     REQUEST_VAR,
     STATUS_NAME,
     FileBackedBackend,
+    private_dir,
 )
 from dlsched.backends.ray_runner import (
     GPU_TYPE_RESOURCE_PREFIX,
@@ -75,10 +77,12 @@ from dlsched.cluster.spec import ClusterSpec, NodeSpec
 
 FORCE_AFTER_S = 5.0
 """How long after the SIGKILL an unresponsive actor is killed through Ray."""
-NODE_LOSS_WAIT_S = 30.0
-"""How long after an actor's unexplained death the back end waits for Ray to declare one of the
-request's nodes dead (``node_lost``) before reporting ``actor_died``: a raylet's workers die at
-once, the head notices the node only after its health checks fail."""
+NODE_LOSS_WAIT_S = 60.0
+"""How long after an actor's unexplained death, or a job's death by a signal this back end did
+not send, the back end waits for Ray to declare one of the request's nodes dead
+(``node_lost``) before reporting ``actor_died`` or the exit code: a raylet's workers die at
+once, the head notices the node only after its health checks fail (about 15 s with Ray's
+defaults; longer on a loaded head)."""
 INVENTORY_TTL_S = 1.0
 """How long a read of ``ray.nodes()`` is reused."""
 _SLIVER = 0.001
@@ -101,6 +105,8 @@ class RayProc:
     force_at: float | None = None
     died_at: float | None = None
     death: str = ""
+    killed_code: int | None = None
+    """The exit code of a job killed by a signal not sent here, while its verdict is pending."""
     exited: bool = False
     exit_code: int | None = None
 
@@ -173,13 +179,14 @@ class RayBackend(FileBackedBackend):
         return self._nodes
 
     def node_names(self) -> set[str]:
-        """The dlsched names of the cluster's live nodes."""
-        return {name for n in self._alive_nodes() if (name := _node_name(n))}
+        """The dlsched names of the cluster's live nodes (remembered as seen)."""
+        alive = {name for n in self._alive_nodes() if (name := _node_name(n))}
+        self._seen_nodes |= alive
+        return alive
 
     def unavailable_nodes(self) -> frozenset[str]:
         """Nodes this back end saw alive before and that are gone now."""
         alive = self.node_names()
-        self._seen_nodes |= alive
         return frozenset(self._seen_nodes - alive)
 
     def inventory(self) -> ClusterSpec:
@@ -202,6 +209,12 @@ class RayBackend(FileBackedBackend):
             return
         if not self.started_local:
             missing = sorted(set(request.gpu_ids) - self.node_names())
+            lost = [n for n in missing if n in self._seen_nodes]
+            if lost:
+                # Planned while the node was alive, launched just after it died: the node's
+                # fault, not the job's (it is queued again).
+                self._fail(proc, "node_lost", f"Ray node {', '.join(lost)} was lost")
+                return
             if missing:
                 self._fail(proc, "launch_failed", f"no live Ray node is named {missing}")
                 return
@@ -227,7 +240,7 @@ class RayBackend(FileBackedBackend):
             bundles.append(bundle or {"CPU": _SLIVER})
         proc.pg = placement_group(bundles, strategy="PACK", name=proc.name, lifetime="detached")
         workdir = self.workdir(request.job_id)
-        (workdir / CHECKPOINT_NAME).mkdir(parents=True, exist_ok=True)
+        private_dir(workdir / CHECKPOINT_NAME)
         common = {"namespace": self.namespace, "lifetime": "detached", "num_cpus": 0}
         for i, (node, gpus) in enumerate(nodes[1:], start=1):
             proc.holders.append(
@@ -361,7 +374,7 @@ class RayBackend(FileBackedBackend):
             self._fail(proc, "node_lost", f"Ray node {', '.join(gone)} was lost{detail}")
             return
         if found:
-            self._judge_kill(proc, code, ready, now)
+            self._judge_kill(proc, code, now)
             return
         if proc.info_ref is not None and proc.info_ref in ready:
             ref, proc.info_ref = proc.info_ref, None
@@ -372,6 +385,9 @@ class RayBackend(FileBackedBackend):
                     self._errors.append(BackendError(rid, "launch_failed", info["error"], now))
             except Exception:  # the wait ref reports the actor's death
                 pass
+        if proc.killed_code is not None:
+            self._judge_kill(proc, proc.killed_code, now)
+            return
         if proc.died_at is not None:
             self._judge_death(proc, now)
             return
@@ -386,6 +402,9 @@ class RayBackend(FileBackedBackend):
                     proc.death = text.splitlines()[0] if text else type(exc).__name__
                     self._judge_death(proc, now)
                     return
+            if self._killed_unasked(proc, code):
+                self._judge_kill(proc, code, now)
+                return
             self._finish(proc, code)
             return
         if proc.kill_at is not None and proc.force_at is None and now >= proc.kill_at:
@@ -408,21 +427,19 @@ class RayBackend(FileBackedBackend):
         record that before it dies too)."""
         return code is not None and code > 128 and proc.kill_at is None and not self.started_local
 
-    def _judge_kill(self, proc: RayProc, code: int | None, ready: set[Any], now: float) -> None:
-        """A job killed by a signal not sent here, on nodes Ray still lists: the exit stands once
-        its actor answered (so its node is alive) or after :data:`NODE_LOSS_WAIT_S`; meanwhile
-        the request stays as it was, until Ray declares a lost node dead."""
+    def _judge_kill(self, proc: RayProc, code: int | None, now: float) -> None:
+        """A job killed by a signal not sent here, on nodes Ray still lists: the exit stands
+        only once Ray still lists every node :data:`NODE_LOSS_WAIT_S` after it; until then the
+        request stays as it was, and :meth:`_refresh` reports ``node_lost`` as soon as Ray
+        drops a node. The actor's answer proves nothing: when a raylet dies, Ray kills its
+        workers' children first, and the actor can record and report the kill before it dies
+        too (seen under CPU load)."""
         if proc.died_at is None:
             proc.died_at = now
             proc.death = f"the job was killed, exit code {code}"
-        answered = False
-        if proc.wait_ref is not None and proc.wait_ref in ready:
-            try:
-                self._ray.get(proc.wait_ref)
-                answered = True
-            except Exception:  # the actor died as well: wait for Ray's verdict on the node
-                proc.wait_ref = None
-        if answered or now - proc.died_at >= NODE_LOSS_WAIT_S:
+        proc.killed_code = code
+        proc.wait_ref = None
+        if now - proc.died_at >= NODE_LOSS_WAIT_S:
             self._finish(proc, code)
 
     def _judge_death(self, proc: RayProc, now: float) -> None:

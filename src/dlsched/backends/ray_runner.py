@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from dlsched.backends.jobfiles import open_log, private_dir
+
 NODE_RESOURCE_PREFIX = "dlsched-node:"
 """A Ray node that dlsched knows as ``n`` declares the custom resource ``dlsched-node:n``
 (amount :data:`NODE_RESOURCE_AMOUNT`, at ``ray start --resources``): a request's bundle for that
@@ -131,8 +133,8 @@ class JobRunner:
     def _run(self, spec: dict[str, Any], env: dict[str, str], started: threading.Event) -> None:
         workdir = Path(spec["workdir"])
         try:
-            workdir.mkdir(parents=True, exist_ok=True)
-            with open(spec["log"], "ab") as log:
+            private_dir(workdir)
+            with open(open_log(Path(spec["log"])), "ab") as log:
                 popen = subprocess.Popen(
                     list(spec["command"]),
                     cwd=workdir,
@@ -143,7 +145,7 @@ class JobRunner:
                     start_new_session=True,
                     preexec_fn=_die_with_parent,
                 )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             self.error = f"cannot start {spec['command'][0]!r}: {exc}"
             self.exit_code = 127
             with contextlib.suppress(OSError):

@@ -36,6 +36,15 @@ job whose planned node is drained or down (cancelled, so the driver can place it
 requeued or interrupted job that recorded exit 75 checkpointed and is reported only by its code
 (resumable). The ``pid`` of an observation is the Slurm job id and ``start_time`` Slurm's start
 time.
+
+Node loss: a job Slurm ends ``NODE_FAIL`` is reported ``node_lost`` (resumable: the driver
+queues it again), whatever its wrapper recorded. A node's death can also reach the driver
+before Slurm notices it (the job killed first, its exit recorded and reported as ``FAILED``,
+the node flagged not responding only at its next ping), so a job that ran and ended
+``FAILED`` (or left the queue) killed by a signal this back end did not send, or without an
+exit code, stays as it was until Slurm judges its nodes: ``node_lost`` as soon as one is down,
+not responding or failing; the recorded exit once :attr:`SlurmBackend.node_loss_wait_s` has
+passed with every planned node alive.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ from dlsched.backends.jobfiles import (
     REQUEST_VAR,
     STATUS_NAME,
     FileBackedBackend,
+    private_dir,
 )
 from dlsched.backends.slurm_cli import (
     QueuedJob,
@@ -81,9 +91,17 @@ ERROR_KINDS = (
     "launch_failed",
     "slurm_unreachable",
     "node_unavailable",
+    "node_lost",
     "requeued",
     "slurm_failed",
 )
+MAYBE_NODE_STATES = frozenset({"FAILED", "COMPLETED", "NODE_FAIL", "BOOT_FAIL"})
+"""Final job states that a node's death can produce (a job Slurm or a user cancelled, timed
+out or preempted ended for that reason, not its node's)."""
+INVENTORY_TTL_S = 1.0
+DEFAULT_SLURMD_TIMEOUT_S = 300.0
+"""Slurm's default ``SlurmdTimeout``, used when ``scontrol show config`` does not answer."""
+NODE_LOSS_MARGIN_S = 10.0
 
 # $1: exit-code file; the rest: the job's command. The trap only keeps the wrapper alive to
 # record the code; the job gets the default dispositions back when the shell runs it.
@@ -107,13 +125,17 @@ class SlurmJob:
     kill_at: float | None = None
     exited: bool = False
     exit_code: int | None = None
+    suspect_since: float | None = None
+    """When an exit that may be its node's death was first seen (see ``_settle``)."""
 
 
 class SlurmBackend(FileBackedBackend):
     """Runs requests as Slurm batch jobs (see the module docstring). ``env`` is the
     environment of the Slurm commands (``SLURM_CONF`` selects a cluster); ``partition`` the
     partition to submit to (Slurm's default when None); ``gpu_types`` maps node name to GPU
-    type for typed ``--gres`` requests (read from ``sinfo`` on first use when None)."""
+    type for typed ``--gres`` requests (read from ``sinfo`` on first use when None);
+    ``node_loss_wait_s`` how long an exit that may be a node's death waits for Slurm's verdict
+    on the node (None: Slurm's ``SlurmdTimeout`` plus :data:`NODE_LOSS_MARGIN_S`)."""
 
     name = "slurm"
 
@@ -125,6 +147,7 @@ class SlurmBackend(FileBackedBackend):
         env: Mapping[str, str] | None = None,
         partition: str | None = None,
         gpu_types: Mapping[str, str] | None = None,
+        node_loss_wait_s: float | None = None,
     ) -> None:
         self.root = Path(root)
         self.instance = instance
@@ -135,8 +158,10 @@ class SlurmBackend(FileBackedBackend):
         self.jobs: dict[str, SlurmJob] = {}
         self._errors: list[BackendError] = []
         self._unreachable = False
+        self._node_loss_wait_s = node_loss_wait_s
+        self._nodes_read: tuple[float, dict[str, SlurmNode]] | None = None
         self._make_dirs()
-        (self.root / "scripts").mkdir(parents=True, exist_ok=True)
+        private_dir(self.root / "scripts")
 
     # ---- names and paths -----------------------------------------------------------------
     @property
@@ -276,7 +301,7 @@ class SlurmBackend(FileBackedBackend):
         workdir = self.workdir(request.job_id)
         script = self.root / "scripts" / f"{rid}.sh"
         try:
-            (workdir / CHECKPOINT_NAME).mkdir(parents=True, exist_ok=True)
+            private_dir(workdir / CHECKPOINT_NAME)
             tmp = script.with_name(script.name + ".tmp")
             tmp.write_text(self._script(request))
             tmp.replace(script)
@@ -375,23 +400,97 @@ class SlurmBackend(FileBackedBackend):
     def _refresh(self, job: SlurmJob, queued: QueuedJob | None, now: float) -> None:
         rid = job.request.request_id
         if queued is None:
-            self._finish(job, None)
+            self._settle(job, None, now)
             return
-        job.state = queued.state
         if queued.start_time is not None and queued.state in RUNNING_STATES:
             job.start_time = queued.start_time
         if queued.state in RUNNING_STATES:
+            job.state = queued.state
             job.ran = True
             if job.kill_at is not None and now >= job.kill_at:
                 self._force(job)
             return
         if queued.state in STARTING_STATES:
+            job.state = queued.state
             if job.ran or queued.restarts > 0:
                 assert job.slurm_id is not None
                 self._scancel(job.slurm_id)
                 self._finish(job, "requeued", f"Slurm requeued job {job.slurm_id} ({rid})")
             return
-        self._finish(job, queued)
+        self._settle(job, queued, now)
+
+    def _settle(self, job: SlurmJob, queued: QueuedJob | None, now: float) -> None:
+        """The job ended (or left the queue). When it may have died with its node (Slurm says
+        NODE_FAIL; or it failed, killed by a signal not sent here or without an exit code) and
+        a planned node is lost, it is reported ``node_lost``; while every planned node still
+        looks alive the verdict waits up to :attr:`node_loss_wait_s` (a dead node's jobs can
+        end before Slurm notices the node), the job showing as it was."""
+        rid = job.request.request_id
+        if queued is not None and queued.state == "NODE_FAIL":
+            self._finish(job, "node_lost", f"Slurm job {queued.job_id} ended NODE_FAIL")
+            return
+        found, code = self._read_exit(rid)
+        unexplained = not found or (code is not None and code > 128)
+        suspect = (
+            not job.stopping
+            and (job.ran or found)
+            and unexplained
+            and (queued is None or queued.state in MAYBE_NODE_STATES)
+        )
+        if not suspect:
+            self._finish(job, queued)
+            return
+        lost = self._lost_nodes(job)
+        if lost:
+            self._finish(
+                job,
+                "node_lost",
+                f"Slurm node {', '.join(lost)} was lost "
+                f"({'exit code ' + str(code) if found else 'no exit code'})",
+            )
+            return
+        if job.suspect_since is None:
+            job.suspect_since = now
+        if now - job.suspect_since >= self.node_loss_wait_s:
+            self._finish(job, queued)
+
+    def _lost_nodes(self, job: SlurmJob) -> list[str]:
+        """The job's planned nodes Slurm reports lost (down, not responding, failing)."""
+        nodes = self._nodes_now()
+        return sorted(n for n in job.request.gpu_ids if n in nodes and nodes[n].lost)
+
+    def _nodes_now(self) -> dict[str, SlurmNode]:
+        """The inventory, read at most once per :data:`INVENTORY_TTL_S` (empty when Slurm
+        does not answer)."""
+        wall = time.monotonic()
+        if self._nodes_read is None or wall - self._nodes_read[0] >= INVENTORY_TTL_S:
+            try:
+                self._nodes_read = (wall, {n.name: n for n in self.inventory()})
+            except SlurmCommandError:
+                return {}
+        return self._nodes_read[1]
+
+    @property
+    def node_loss_wait_s(self) -> float:
+        """How long an exit that may be a node's death waits for Slurm's verdict on the node:
+        the given value, else Slurm's ``SlurmdTimeout`` (after which an unresponsive node is
+        DOWN) plus :data:`NODE_LOSS_MARGIN_S`."""
+        if self._node_loss_wait_s is None:
+            self._node_loss_wait_s = self._slurmd_timeout() + NODE_LOSS_MARGIN_S
+        return self._node_loss_wait_s
+
+    def _slurmd_timeout(self) -> float:
+        try:
+            done = self.commands.run(["scontrol", "show", "config"])
+        except SlurmCommandError:
+            return DEFAULT_SLURMD_TIMEOUT_S
+        for line in done.stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "SlurmdTimeout":
+                number = value.split()[0] if value.split() else ""
+                if number.isdigit():
+                    return float(number)
+        return DEFAULT_SLURMD_TIMEOUT_S
 
     def _finish(
         self, job: SlurmJob, queued: QueuedJob | str | None, message: str | None = None
@@ -403,8 +502,8 @@ class SlurmBackend(FileBackedBackend):
         job.exited = True
         job.exit_code = code if found else None
         job.kill_at = None
-        if found and (queued != "requeued" or code == EXIT_PREEMPTED):
-            return
+        if found and (not isinstance(queued, str) or code in (0, EXIT_PREEMPTED)):
+            return  # the recorded code tells (a finished or checkpointed job needs no error)
         if isinstance(queued, str):
             self._error(rid, queued, message or queued)
         elif queued is not None and not job.stopping:

@@ -43,6 +43,8 @@ UNAVAILABLE_FLAGS = frozenset(
     }
 )
 """Node state flags that keep Slurm from starting new jobs on the node."""
+LOST_STATES = frozenset({"down", "unknown", "error"})
+LOST_FLAGS = frozenset({"NOT_RESPONDING", "FAIL"})
 
 
 class SlurmCommandError(RuntimeError):
@@ -79,6 +81,12 @@ class SlurmNode:
     partitions: tuple[str, ...]
     cpus: int | None
     memory_mib: int | None
+
+    @property
+    def lost(self) -> bool:
+        """Whether Slurm has lost touch with the node (down, not responding, failing): jobs
+        ending there may have died with it. A drained node is not lost."""
+        return self.state in LOST_STATES or bool(LOST_FLAGS.intersection(self.flags))
 
     @property
     def available(self) -> bool:

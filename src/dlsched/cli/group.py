@@ -64,7 +64,7 @@ COMMANDS: dict[str, Subcommand] = {
     "trace": Subcommand(
         "dlsched.cli.trace_cmd",
         "trace_app",
-        "Validate, convert and synthesize job traces.",
+        "Validate, convert, merge and synthesize job traces.",
     ),
     "analyze": Subcommand(
         "dlsched.cli.analyze_cmd",

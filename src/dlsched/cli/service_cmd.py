@@ -109,6 +109,13 @@ def serve(
             "this service's jobs."
         ),
     ] = 60.0,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A Host name the API answers besides loopback and --host (repeatable; '*': "
+            "any). Guards against DNS rebinding."
+        ),
+    ] = None,
 ) -> None:
     """Run the live scheduler service (REST API, dashboard, control loop). Bad options (an
     unknown policy option, --ray-address without --backend ray, a port in use) are reported
@@ -140,6 +147,7 @@ def serve(
             grace_s=grace,
             service_id=service_id,
             lease_s=lease,
+            allowed_hosts=tuple(allow_host or ()),
         )
         try:
             run_service(config, announce=lambda line: typer.echo(line))

@@ -32,9 +32,9 @@ def resolve_cluster(text: str) -> ClusterSpec:
     wanted = text.strip()
     if wanted.lower() in BUILTIN_CLUSTERS:
         return builtin_cluster(wanted)
-    path = Path(wanted).expanduser()
+    path = _expanded(wanted)
     if path.suffix.lower() == CLUSTER_FILE_SUFFIX:
-        if not path.is_file():
+        if not _is_file(path):
             raise ClusterFormatError(f"cluster file {str(path)!r} does not exist")
         return read_cluster_toml(path)
     try:
@@ -44,13 +44,29 @@ def resolve_cluster(text: str) -> ClusterSpec:
     raise ClusterFormatError(_unresolved_message(text, wanted, path, reason))
 
 
+def _expanded(text: str) -> Path:
+    """``text`` as a path with ``~`` expanded (as given when ``~user`` names no user)."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file (False for a name no file can have, e.g. one with NUL)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _unresolved_message(text: str, wanted: str, path: Path, shorthand_reason: str) -> str:
     names = ", ".join(BUILTIN_CLUSTERS)
     close = difflib.get_close_matches(wanted.lower(), list(BUILTIN_CLUSTERS), n=1)
     builtin_hint = f" (did you mean {close[0]!r}?)" if close else ""
     file_hint = (
         f" ({str(path)!r} exists but does not end in {CLUSTER_FILE_SUFFIX})"
-        if wanted and path.is_file()
+        if wanted and _is_file(path)
         else ""
     )
     return (

@@ -19,14 +19,14 @@ import re
 
 from dlsched.cluster.errors import ClusterFormatError
 from dlsched.cluster.layout import NodeGroup, expand_groups
+from dlsched.cluster.limits import MAX_NODES, size_problem
 from dlsched.cluster.spec import DEFAULT_GPU_TYPE, ClusterSpec
 
 SHORTHAND_GRAMMAR = (
     "[TYPE:]COUNTxGPUS[,[TYPE:]COUNTxGPUS...], e.g. '32x8' or 'v100:16x4,k80:8x4' "
     "(COUNT and GPUS integers >= 1; TYPE letters, digits, '_', '.', '-')"
 )
-# A typo such as 10000000x8 would otherwise build millions of node objects before failing later.
-MAX_SHORTHAND_NODES = 100_000
+MAX_SHORTHAND_NODES = MAX_NODES
 
 _TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", re.ASCII)
 _INT_RE = re.compile(r"[0-9]+", re.ASCII)
@@ -90,18 +90,16 @@ def parse_shorthand(text: str) -> ClusterSpec:
     The cluster is named by the canonical form of ``text`` (blanks removed, lower-case ``x``)
     and its ``source`` is ``"shorthand"``. Raises :class:`ShorthandError` (a
     ``ClusterFormatError``, so a ValueError) naming the first bad group and the grammar, or when
-    more than ``MAX_SHORTHAND_NODES`` nodes are asked for.
+    the cluster is over the limits of :mod:`dlsched.cluster.limits` (nodes, GPUs per node,
+    GPUs).
     """
     if not text.strip():
         raise ShorthandError(text, "it is empty")
     groups = [_parse_group(text, token) for token in text.split(",")]
+    problem = size_problem(groups)
+    if problem is not None:
+        raise ShorthandError(text, f"{problem[1]} (see docs/cluster-format.md)")
     total_nodes = sum(g.count for g in groups)
-    if total_nodes > MAX_SHORTHAND_NODES:
-        raise ShorthandError(
-            text,
-            f"{total_nodes} nodes is more than the limit of {MAX_SHORTHAND_NODES} "
-            "(use a TOML file for larger clusters)",
-        )
     total_gpus = sum(g.count * g.gpus for g in groups)
     return ClusterSpec(
         name=_canonical(groups),

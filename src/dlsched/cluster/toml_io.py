@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 from dlsched.cluster.errors import ClusterFormatError
 from dlsched.cluster.layout import DEFAULT_RACK_SIZE, Layout, NodeGroup, default_name_prefix
 from dlsched.cluster.layout import expand_group as _expand_group
+from dlsched.cluster.limits import size_problem
 from dlsched.cluster.spec import (
     DEFAULT_GPU_TYPE,
     DEFAULT_PARTITION,
@@ -219,7 +220,9 @@ def parse_cluster_toml(text: str, source: str = "<string>") -> ClusterSpec:
     """The cluster described by TOML ``text`` (format in the module docstring).
 
     ``source`` names the text in error messages and becomes ``ClusterSpec.source``. Raises
-    :class:`ClusterFormatError` for TOML syntax errors and for every violation of the format.
+    :class:`ClusterFormatError` for TOML syntax errors, for every violation of the format and
+    for a cluster over the limits of :mod:`dlsched.cluster.limits` (checked before any node is
+    built).
     """
     where = _Where(source)
     try:
@@ -243,6 +246,9 @@ def parse_cluster_toml(text: str, source: str = "<string>") -> ClusterSpec:
             "nodes", f"expected a non-empty array of [[nodes]] tables, got {raw_groups!r}"
         )
     groups = [_parse_group(raw, i, where) for i, raw in enumerate(raw_groups)]
+    too_big = size_problem(groups)
+    if too_big is not None:
+        raise where.error(too_big[0], f"{too_big[1]} (see docs/cluster-format.md)")
     return ClusterSpec(name, _expand(groups, where), description, source)
 
 

@@ -4,6 +4,15 @@ The simulator reports each pool's state after every event. Records falling in th
 bucket overwrite each other, so memory grows with the number of sampled steps that saw a change,
 not with events. The value at grid time ``k·step`` is the state after the last event at or before
 it (piecewise-constant, forward filled).
+
+The table has a row for every grid time from start to end while that costs at most
+:data:`DENSE_FLOOR` rows in all, or at most :data:`DENSE_FACTOR` rows per recorded change
+beyond them. A run whose
+span dwarfs its activity (two jobs a billion seconds apart) gets only the grid times at which a
+pool's state changed, plus the first and the last: each row then holds from its time until the
+next row of its pool. Such a table says so in its schema metadata (``dlsched.timeline`` =
+``changes``; ``grid`` otherwise), and its size, like the simulator's memory, follows the number
+of events, never the span of time.
 """
 
 from __future__ import annotations
@@ -12,6 +21,13 @@ import math
 
 import numpy as np
 import pyarrow as pa
+
+DENSE_FLOOR = 2_000_000
+"""Grid rows a timeline always may have, whatever its number of changes (about 150 MB; a
+year of minutes in four partitions): every real trace keeps the full grid."""
+DENSE_FACTOR = 8
+"""Grid rows allowed per recorded change beyond :data:`DENSE_FLOOR`."""
+FORM_KEY = b"dlsched.timeline"
 
 TIMELINE_SCHEMA = pa.schema(
     [
@@ -54,14 +70,23 @@ class TimelineRecorder:
             self._rows[pool].append(row)
 
     def to_table(self, start: float, end: float) -> pa.Table:
-        """Samples at every step from ``start`` to ``end`` (inclusive), for every pool."""
-        if end < start:
-            return TIMELINE_SCHEMA.empty_table()
+        """Samples at every step from ``start`` to ``end`` (inclusive), for every pool; or,
+        when that grid would be far larger than the changes recorded, only the steps at which
+        a pool's state changed (see the module docstring)."""
+        if not (math.isfinite(start) and math.isfinite(end)) or end < start:
+            return _with_form(TIMELINE_SCHEMA.empty_table(), "grid")
         first = math.floor(start / self.step)
         last = math.ceil(end / self.step)
-        marks = np.arange(first, last + 1, dtype=np.int64)
+        changes = sum(len(b) for b in self._bucket)
+        pools = max(1, len(self.pool_names))
+        dense = (last - first + 1) * pools <= DENSE_FLOOR + DENSE_FACTOR * changes
         parts = []
         for p, name in enumerate(self.pool_names):
+            if dense:
+                marks = np.arange(first, last + 1, dtype=np.int64)
+            else:
+                inside = [b for b in self._bucket[p] if first < b < last]
+                marks = np.asarray([first, *inside, last], dtype=np.int64)
             total = self.total_gpus[p]
             buckets = np.asarray(self._bucket[p], dtype=np.int64)
             rows = np.asarray(self._rows[p], dtype=np.float64).reshape(-1, 5)
@@ -87,6 +112,11 @@ class TimelineRecorder:
                     schema=TIMELINE_SCHEMA,
                 )
             )
+        form = "grid" if dense else "changes"
         if not parts:
-            return TIMELINE_SCHEMA.empty_table()
-        return pa.concat_tables(parts)
+            return _with_form(TIMELINE_SCHEMA.empty_table(), form)
+        return _with_form(pa.concat_tables(parts), form)
+
+
+def _with_form(table: pa.Table, form: str) -> pa.Table:
+    return table.replace_schema_metadata({FORM_KEY: form.encode()})

@@ -55,7 +55,8 @@ def place_cpu_only(state: ClusterState, pool: int, demand: Demand) -> Placement 
     for node in state.pool_nodes[pool]:
         if state.node_up[node] and state.node_fits_extras(node, demand.cpus, demand.memory_mib):
             free = state.free_cpus[node]
-            if free < best_free:
+            # Untracked CPUs are infinite: the first node that fits then wins the tie.
+            if best < 0 or free < best_free:
                 best, best_free = node, free
     return ((best, ()),) if best >= 0 else None
 

@@ -219,9 +219,10 @@ def gpu_ids_for(
     wanted_counts: dict[JobView, dict[int, int]],
 ) -> dict[JobView, Placement]:
     """Concrete GPUs for wanted GPU counts per node (node index → count; a count may be 0 for
-    a node holding only CPU tasks). A job keeps its GPUs on a node where it wants as many as
-    it holds; the others take GPUs that are wholly free (lowest index first), then GPUs held by
-    a ``running`` job of this policy that gives them up."""
+    a node holding only CPU tasks). On a node where a job already holds GPUs it keeps them (as
+    many as it wants there, lowest first); what it needs beyond them, and all a job new to a
+    node needs, are GPUs that are wholly free (lowest index first), then GPUs a ``running``
+    job of this policy gives up."""
     holding: dict[JobView, dict[int, tuple[int, ...]]] = {
         job: dict(job.placement) for job in running if job.placement is not None
     }
@@ -231,11 +232,9 @@ def gpu_ids_for(
         have = holding.get(job, {})
         chosen: dict[int, tuple[int, ...]] = {}
         for node, k in want.items():
-            if k == 0:
-                chosen[node] = ()
-            elif len(have.get(node, ())) == k:
-                chosen[node] = have[node]
-                kept.setdefault(node, set()).update(have[node])
+            mine = have.get(node, ())[:k]
+            chosen[node] = mine
+            kept.setdefault(node, set()).update(mine)
         out_nodes[job] = chosen
     released: dict[int, set[int]] = {}
     for have in holding.values():
@@ -244,21 +243,22 @@ def gpu_ids_for(
     for job, want in wanted_counts.items():
         chosen = out_nodes[job]
         for node, k in sorted(want.items()):
-            if node in chosen:
+            need = k - len(chosen[node])
+            if need == 0:
                 continue
-            taken = kept.setdefault(node, set())
+            taken = kept[node]
             # Wholly free GPUs first: live, a GPU another job gives up is free only once that
             # job has checkpointed and stopped.
             fm = state.free_milli[node]
             free = [g for g, milli in enumerate(fm) if g not in taken and milli == WHOLE]
             free += [g for g in sorted(released.get(node, ())) if g not in taken and fm[g] != WHOLE]
-            if len(free) < k:
+            if len(free) < need:
                 raise OverCommitError(
-                    f"node {state.node_names[node]}: {k} GPUs wanted, {len(free)} usable"
+                    f"node {state.node_names[node]}: {k} GPUs wanted, {len(free) + k - need} usable"
                 )
-            ids = tuple(sorted(free[:k]))
+            ids = tuple(free[:need])
             taken.update(ids)
-            chosen[node] = ids
+            chosen[node] = tuple(sorted((*chosen[node], *ids)))
     return {job: tuple(sorted(nodes.items())) for job, nodes in out_nodes.items()}
 
 

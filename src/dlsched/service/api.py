@@ -2,10 +2,14 @@
 
 Endpoints (JSON; OpenAPI at ``/openapi.json``, rendered offline at ``/docs/``):
 ``GET /jobs?state=&user=``, ``GET /jobs/{id}``, ``GET /jobs/{id}/events``, ``POST /jobs`` (201),
-``DELETE /jobs/{id}`` (202; 409 if already finished), ``GET /cluster``, ``GET /metrics``.
+``DELETE /jobs/{id}`` (202; 409 if already finished), ``GET /cluster``, ``GET /metrics``; every
+``GET`` answers ``HEAD`` too.
 Mutations need ``Authorization: Bearer <token>`` (see :mod:`dlsched.service.guard`); a bad body
 is a 422 whose ``detail`` names each bad field; a job that could never fit the cluster is a 422
-saying why, and nothing is stored.
+saying why, and nothing is stored. A job id is ``j`` and its number in ASCII digits (no leading
+zero); anything else is 404. When the store cannot take a write the answer is 507 (its disk is
+full) or 503 (deleted, replaced, read-only or unreachable), with the reason in ``detail``, and
+nothing was stored: a 201 means the job is in the store.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from dlsched.service.controller import Controller
-from dlsched.service.guard import DEFAULT_MAX_BODY, Guard
-from dlsched.service.models import JobSubmission
+from dlsched.service.guard import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, Guard
+from dlsched.service.models import NAME_PATTERN, JobSubmission
 from dlsched.service.records import FINAL, HOLDING, PENDING, STATES, JobRow, seq_of
-from dlsched.service.store import Store
+from dlsched.service.store import Store, StoreError, StoreFullError
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
 
@@ -48,9 +52,13 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 
 def create_app(
-    ctx: ServiceContext, dashboard: Path | None = DASHBOARD_DIR, max_body: int = DEFAULT_MAX_BODY
+    ctx: ServiceContext,
+    dashboard: Path | None = DASHBOARD_DIR,
+    max_body: int = DEFAULT_MAX_BODY,
+    allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS,
 ) -> Guard:
-    """The ASGI application: the FastAPI app behind the :class:`Guard`."""
+    """The ASGI application: the FastAPI app behind the :class:`Guard` (which answers only
+    requests whose ``Host`` is one of ``allowed_hosts``)."""
     app = FastAPI(
         title="dlsched service",
         description="Submit, list and cancel deep-learning jobs; cluster state and metrics.",
@@ -71,11 +79,25 @@ def create_app(
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         return JSONResponse({"detail": detail, "errors": errors}, status_code=422)
 
+    @app.exception_handler(StoreError)
+    async def store_failed(_: Request, exc: StoreError) -> JSONResponse:
+        status = 507 if isinstance(exc, StoreFullError) else 503
+        return JSONResponse({"detail": f"{exc}; nothing was changed"}, status_code=status)
+
+    def get(path: str, summary: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """``GET path``, answered for ``HEAD`` too (the server sends no body for a HEAD)."""
+
+        def register(endpoint: Callable[..., Any]) -> Callable[..., Any]:
+            app.head(path, include_in_schema=False)(endpoint)
+            return app.get(path, summary=summary)(endpoint)
+
+        return register
+
     def find(job_id: str) -> JobRow:
         seq = seq_of(job_id)
         row = store.get(seq) if seq is not None else None
         if row is None:
-            raise HTTPException(404, f"no job {job_id!r}")
+            raise HTTPException(404, f"no job {job_id[:64]!a}")
         return row
 
     def record(
@@ -90,10 +112,10 @@ def create_app(
                 out["progress"], out["samples_per_s"] = reported
         return out
 
-    @app.get("/jobs", summary="List jobs, optionally by state and user")
+    @get("/jobs", "List jobs, optionally by state and user")
     def list_jobs(
         state: str | None = Query(None, description="one of " + ", ".join(STATES)),
-        user: str | None = Query(None),
+        user: str | None = Query(None, max_length=64, pattern=NAME_PATTERN),
     ) -> list[dict[str, Any]]:
         if state is not None and state.upper() not in STATES:
             raise HTTPException(422, f"state: expected one of {', '.join(STATES)}; got {state!r}")
@@ -102,12 +124,12 @@ def create_app(
         live = controller.live_progress()
         return [record(r, ranks, live) for r in rows]
 
-    @app.get("/jobs/{job_id}", summary="One job")
+    @get("/jobs/{job_id}", "One job")
     def get_job(job_id: str) -> dict[str, Any]:
         row = find(job_id)
         return record(row, controller.queue_ranks() if row.state == PENDING else None)
 
-    @app.get("/jobs/{job_id}/events", summary="A job's event log")
+    @get("/jobs/{job_id}/events", "A job's event log")
     def job_events(job_id: str) -> list[dict[str, Any]]:
         row = find(job_id)
         return [{"time": t, "kind": k, "detail": d} for t, k, d in store.events(row.seq)]
@@ -133,7 +155,7 @@ def create_app(
         ctx.poke()
         return record(updated)
 
-    @app.get("/cluster", summary="Nodes, GPUs and the job holding each GPU")
+    @get("/cluster", "Nodes, GPUs and the job holding each GPU")
     def cluster() -> dict[str, Any]:
         holder: dict[tuple[str, int], str] = {}
         for row in store.holding():
@@ -158,7 +180,7 @@ def create_app(
             ],
         }
 
-    @app.get("/metrics", summary="Job counts, utilization and queue series, cycle times")
+    @get("/metrics", "Job counts, utilization and queue series, cycle times")
     def metrics() -> dict[str, Any]:
         out: dict[str, Any] = {"counts": store.counts()}
         out.update(controller.metrics.snapshot())
@@ -166,4 +188,4 @@ def create_app(
 
     if dashboard is not None and dashboard.is_dir():
         app.mount("/", StaticFiles(directory=dashboard, html=True), name="dashboard")
-    return Guard(app, ctx.token, max_body)
+    return Guard(app, ctx.token, max_body, allowed_hosts)

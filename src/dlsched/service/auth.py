@@ -8,6 +8,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from dlsched.backends.jobfiles import private_dir
+
 
 class TokenFileError(ValueError):
     """The token file exists but cannot be used safely; the message names it."""
@@ -27,13 +29,16 @@ def load_or_create_token(path: Path) -> str:
         if not token:
             raise TokenFileError(f"{path}: token file is empty")
         return token
-    path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(token + "\n")
-    os.replace(tmp, path)
+    try:
+        private_dir(path.parent)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(token + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise TokenFileError(f"{path}: cannot write the token file: {exc.strerror}") from None
     return token
 
 

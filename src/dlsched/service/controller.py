@@ -55,6 +55,7 @@ cancelled (:attr:`Planning.keeps_stopping <dlsched.service.planning.Planning.kee
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -96,6 +97,8 @@ from dlsched.service.records import (
     JobRow,
 )
 from dlsched.service.store import Store
+
+log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_S = 30.0
 DEFAULT_PLACEMENT = "consolidate"
@@ -203,8 +206,7 @@ class Controller:
         self._renewed_at = clock()
         store.renew_lease(self.service_id, self._renewed_at, lease_s)
         self._event, rows = store.snapshot()
-        for row in rows:
-            self._mirror(row)
+        self._mirror_all(rows)
 
     # ---- helpers -------------------------------------------------------------------------
     def _demand(self, gpus: int) -> Demand:
@@ -225,7 +227,18 @@ class Controller:
         self.planning.submitted(seq, elastic)
 
     def _placement(self, gpu_ids: GpuIds | None) -> Placement:
-        return tuple((self.node_index[node], tuple(gpus)) for node, gpus in (gpu_ids or {}).items())
+        """``gpu_ids`` as this cluster's placement; ValueError naming a node or GPU that the
+        cluster does not have (a store written for another cluster)."""
+        placement = []
+        for node, gpus in (gpu_ids or {}).items():
+            index = self.node_index.get(node)
+            if index is None:
+                raise ValueError(f"node {node!r} is not in this service's cluster")
+            size = self.cluster.nodes[index].gpus
+            if any(not 0 <= g < size for g in gpus):
+                raise ValueError(f"GPUs {list(gpus)} are not all on node {node!r} ({size} GPUs)")
+            placement.append((index, tuple(gpus)))
+        return tuple(placement)
 
     def request_for(self, row: JobRow) -> LaunchRequest:
         """The back-end request of ``row``'s current attempt."""
@@ -341,10 +354,52 @@ class Controller:
         return sched
 
     def _sync(self) -> None:
-        """Re-read the jobs that changed since the last sync."""
+        """Re-read the jobs that changed since the last sync. A row the mirror cannot take
+        (its GPUs are not this cluster's, or clash with another job's) fails that job alone."""
         self._event, rows = self.store.changed_since(self._event)
+        self._mirror_all(rows)
+
+    def _mirror_all(self, rows: list[JobRow]) -> None:
         for row in rows:
-            self._mirror(row)
+            try:
+                self._mirror(row)
+            except Exception as exc:  # one job's data never stops the others
+                self._fail(row, "its record cannot be scheduled", exc)
+
+    def _fail(self, row: JobRow, what: str, exc: BaseException) -> None:
+        """End ``row``'s current attempt as FAILED because ``what`` raised ``exc``; the reason
+        is stored (and shown by the API). A job that holds no GPUs is failed too, so no row
+        the control loop cannot handle stays active."""
+        reason = f"{what}: {type(exc).__name__}: {exc}"
+        log.warning("job %s failed: %s", row.id, reason)
+        now = self.clock()
+        if row.state in HOLDING:
+            self.store.mark_exited(row.seq, row.attempt, FAILED, now, None, reason)
+        else:
+            self.store.fail_pending(row.seq, now, reason)
+        self._forget(row.request_id)
+
+    def _launch(self, row: JobRow) -> None:
+        """Ask the back end to run ``row``'s current attempt; an error fails the job alone."""
+        try:
+            self.backend.launch(self.request_for(row))
+        except Exception as exc:  # the back end's contract says never; contain it anyway
+            self._fail(row, "the back end could not launch it", exc)
+
+    def _forget(self, request_id: str) -> None:
+        """Tell the back end an exited request's outcome is stored (an error is logged: the
+        outcome is safe, the back end may report the request again)."""
+        try:
+            self.backend.forget(request_id)
+        except Exception:
+            log.exception("the back end could not forget request %s", request_id)
+
+    def _terminate(self, row: JobRow, grace_s: float) -> None:
+        """Ask the back end to stop ``row``'s current attempt; an error fails the job alone."""
+        try:
+            self.backend.terminate(row.request_id, grace_s)
+        except Exception as exc:
+            self._fail(row, "the back end could not stop it", exc)
 
     # ---- recovery ------------------------------------------------------------------------
     def recover(self) -> None:
@@ -386,8 +441,12 @@ class Controller:
 
     def _observe(self, now: float) -> bool:
         """Settle exits, (re)launch and (re)terminate as the rules say; True if a job ended."""
-        obs = self.backend.observe()
-        failures = {e.request_id: e for e in self.backend.errors()}
+        try:
+            obs = self.backend.observe()
+            failures = {e.request_id: e for e in self.backend.errors()}
+        except Exception:  # not one job's fault: this step settles nothing, the next retries
+            log.exception("the back end could not be observed")
+            return False
         changed = False
         owned: set[str] = set()
         for seq in list(self._held):
@@ -397,7 +456,7 @@ class Controller:
             o = obs.get(rid)
             if o is None:
                 if row.state == RUNNING:
-                    self.backend.launch(self.request_for(row))
+                    self._launch(row)
                 else:
                     outcome = CANCELLED if row.cancel_requested else PENDING
                     changed |= self.store.mark_exited(
@@ -413,12 +472,12 @@ class Controller:
                     changed = True
                     if outcome == COMPLETED and row.start_time is not None:
                         self.history.add(row.name, row.user, now - row.start_time)
-                self.backend.forget(rid)
+                self._forget(rid)
                 continue
             if row.pid is None and o.pid is not None:
                 self.store.mark_launched(row.seq, row.attempt, o.pid, o.start_time)
             if row.state == PREEMPTING:
-                self.backend.terminate(rid, self.grace_s)
+                self._terminate(row, self.grace_s)
             if o.status:
                 self._status[row.seq] = o.status
                 report = (_number(o.status.get("progress")), _number(o.status.get("samples_per_s")))
@@ -429,10 +488,13 @@ class Controller:
         for rid, o in obs.items():
             if rid in owned:
                 continue
-            if o.state is ProcState.EXITED:
-                self.backend.forget(rid)
-            else:
-                self.backend.terminate(rid, 0.0)
+            try:
+                if o.state is ProcState.EXITED:
+                    self.backend.forget(rid)
+                else:
+                    self.backend.terminate(rid, 0.0)
+            except Exception:  # a stray request of no job: retried at the next step
+                log.exception("the back end could not clean up request %s", rid)
         wall = time.monotonic()
         if self._unsaved and wall - self._saved_at >= PROGRESS_SAVE_S:
             self._saved_at = wall
@@ -464,8 +526,13 @@ class Controller:
     def _exclude_unavailable_nodes(self) -> None:
         """Ask the back end which nodes take no new job now (remembered for
         :meth:`down_nodes`), keep them out of the plans (a node still holding jobs is taken
-        out once they leave it) and bring them back when they return."""
-        down = self.backend.unavailable_nodes()
+        out once they leave it) and bring them back when they return. If the back end cannot
+        say, plan on the nodes known before; the next cycle asks again."""
+        try:
+            down = self.backend.unavailable_nodes()
+        except Exception:
+            log.exception("the back end could not list its unavailable nodes")
+            down = self.down_nodes()
         with self._lock:
             self._down = down
         state = self._state
@@ -515,7 +582,7 @@ class Controller:
             taken |= cells
             with self._lock:
                 self._waiting.pop(new.seq, None)
-            self.backend.launch(self.request_for(new))
+            self._launch(new)
         return len(taken)
 
     def start_blocked(self, cells: set[tuple[int, int]], taken: set[tuple[int, int]]) -> bool:
@@ -530,12 +597,12 @@ class Controller:
 
     def _stop(self, seq: int, now: float) -> bool:
         """Stop running job ``seq`` through a checkpoint: RUNNING → PREEMPTING, then SIGTERM
-        (SIGKILL after the grace period). False if it was not running (already stopping,
-        or gone)."""
+        (SIGKILL after the grace period; a back-end error fails the job alone). False if it
+        was not running (already stopping, or gone)."""
         row = self._rows.get(seq)
         if row is None or not self.store.mark_preempting(row.seq, row.attempt, now):
             return False
-        self.backend.terminate(row.request_id, self.grace_s)
+        self._terminate(row, self.grace_s)
         return True
 
     def _view(self, row: JobRow, placement: Placement | None) -> LiveJob:

@@ -1,8 +1,12 @@
-"""An ASGI layer in front of the API: bearer-token check for mutations, then a body size limit.
+"""An ASGI layer in front of the API: a ``Host`` check, a bearer-token check for mutations,
+then a body size limit.
 
-It runs before any routing or body parsing, so an unauthenticated mutation is answered 401
-whatever its body, and a body over the limit (declared or streamed) is answered 413 without
-being read past the limit. GET, HEAD and
+It runs before any routing or body parsing. A request whose ``Host`` header names no allowed
+host is answered 421 (a page on another site that rebinds its DNS name to this machine's
+address would otherwise read every job's command line through ``GET /jobs``); the allowed
+names are the loopback ones by default (:data:`DEFAULT_ALLOWED_HOSTS`) and ``*`` allows any.
+An unauthenticated mutation is answered 401 whatever its body, and a body over the limit
+(declared or streamed) is answered 413 without being read past the limit. GET, HEAD and
 OPTIONS requests need no token.
 """
 
@@ -21,6 +25,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_MAX_BODY = 64 * 1024
+DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "::1")
+"""Host names a service answers by default: the loopback ones."""
+ANY_HOST = "*"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -40,20 +47,51 @@ async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes
     await send({"type": "http.response.body", "body": body})
 
 
-class Guard:
-    """Wraps ``app``: 401 for a mutation without ``Authorization: Bearer <token>``, 413 for a
-    body over ``max_body`` bytes (declared or streamed)."""
+def host_name(header: bytes) -> str:
+    """The host of a ``Host`` header without its port, lower case (``[::1]:80`` → ``::1``);
+    empty when the header is not ASCII."""
+    try:
+        text = header.decode("ascii").strip().lower()
+    except UnicodeDecodeError:
+        return ""
+    if text.startswith("["):
+        return text[1:].split("]", 1)[0]
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
 
-    def __init__(self, app: ASGIApp, token: str, max_body: int = DEFAULT_MAX_BODY) -> None:
+
+class Guard:
+    """Wraps ``app``: 421 for a ``Host`` not in ``allowed_hosts`` (``*``: any), 401 for a
+    mutation without ``Authorization: Bearer <token>``, 413 for a body over ``max_body`` bytes
+    (declared or streamed)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        max_body: int = DEFAULT_MAX_BODY,
+        allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS,
+    ) -> None:
         self.app = app
         self.token = token
         self.max_body = max_body
+        self.allowed_hosts = frozenset(host_name(h.encode()) for h in allowed_hosts)
+        self.any_host = ANY_HOST in allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        if not self.any_host and host_name(headers.get(b"host", b"")) not in self.allowed_hosts:
+            await _reply(
+                send,
+                421,
+                "this service does not answer for that Host; allowed hosts: "
+                + ", ".join(sorted(self.allowed_hosts))
+                + " (dlsched serve --allow-host NAME adds one)",
+                [],
+            )
+            return
         if scope["method"] not in SAFE_METHODS:
             auth = headers.get(b"authorization", b"").decode("latin-1")
             if not bearer_matches(auth, self.token):

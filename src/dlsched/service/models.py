@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from dlsched.service.elastic_book import ElasticSpec
 from dlsched.service.records import NewJob
@@ -12,6 +12,28 @@ from dlsched.service.records import NewJob
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$"
 MAX_COMMAND_ARGS = 256
 MAX_ARG_CHARS = 4096
+
+
+def runnable_text(value: str) -> str:
+    """``value`` if a process can receive it as an argument: no NUL byte (C strings end
+    there) and valid Unicode (no lone surrogate, which has no UTF-8 encoding)."""
+    if "\x00" in value:
+        raise ValueError("contains a NUL byte, which no process argument can hold")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"not valid Unicode ({exc.reason} at character {exc.start})") from None
+    return value
+
+
+def _optional_text(value: str | None) -> str | None:
+    return None if value is None else runnable_text(value)
+
+
+Argument = Annotated[
+    str, Field(min_length=1, max_length=MAX_ARG_CHARS), AfterValidator(runnable_text)
+]
+"""One command-line argument of a job (see :func:`runnable_text`)."""
 
 
 class JobSubmission(BaseModel):
@@ -28,16 +50,15 @@ class JobSubmission(BaseModel):
     name: Annotated[str, Field(min_length=1, max_length=128, pattern=NAME_PATTERN)]
     user: Annotated[str, Field(min_length=1, max_length=64, pattern=NAME_PATTERN)] = "anonymous"
     gpus: Annotated[int, Field(strict=True, ge=1, le=1_000_000)]
-    command: Annotated[
-        list[Annotated[str, Field(min_length=1, max_length=MAX_ARG_CHARS)]],
-        Field(min_length=1, max_length=MAX_COMMAND_ARGS),
-    ]
+    command: Annotated[list[Argument], Field(min_length=1, max_length=MAX_COMMAND_ARGS)]
     batch_size: Annotated[int | None, Field(strict=True, ge=1, le=1_000_000)] = None
     expected_duration_s: Annotated[
         float | None, Field(gt=0, le=365 * 86400, allow_inf_nan=False)
     ] = None
     elastic: Annotated[bool, Field(strict=True)] = False
-    application: Annotated[str | None, Field(min_length=1, max_length=64)] = None
+    application: Annotated[
+        str | None, Field(min_length=1, max_length=64), AfterValidator(_optional_text)
+    ] = None
     max_gpus: Annotated[int | None, Field(strict=True, ge=1, le=1_000_000)] = None
 
     @model_validator(mode="after")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,11 +36,17 @@ def request_id_of(seq: int, attempt: int) -> str:
     return f"j{seq}.{attempt}"
 
 
+_JOB_ID = re.compile(r"j[1-9][0-9]{0,17}")
+"""A public job id: ``j`` and the row number in ASCII digits, no leading zero, below 10**18
+(so it fits the store's 64-bit integers)."""
+
+
 def seq_of(job_id: str) -> int | None:
-    """The row of public id ``job_id``, or None if it is not one."""
-    if len(job_id) > 1 and job_id[0] == "j" and job_id[1:].isdigit():
-        return int(job_id[1:])
-    return None
+    """The row of public id ``job_id``, or None if it is not one (see :data:`_JOB_ID`: other
+    digits, such as ``j١``, or a number too large to be a row are not ids)."""
+    if _JOB_ID.fullmatch(job_id) is None:
+        return None
+    return int(job_id[1:])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """The service's composition root: store, back end, controller, control loop, API, server.
 
-Stopping the service (Ctrl-C, SIGTERM) stops the loop and the HTTP server but leaves job
-processes running: a service started again on the same store adopts them (crash recovery and a
-clean restart are the same path).
+Stopping the service (Ctrl-C or SIGTERM, the same way) stops the loop and the HTTP server and
+closes the back end and the store, but leaves job processes running: a service started again
+on the same store adopts them (crash recovery and a clean restart are the same path).
 """
 
 from __future__ import annotations
@@ -19,15 +19,21 @@ from types import FrameType
 
 from dlsched.backends.base import Backend
 from dlsched.backends.factory import BACKENDS, create_backend
+from dlsched.backends.jobfiles import private_dir
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.auth import load_or_create_token
-from dlsched.service.controller import DEFAULT_GRACE_S, DEFAULT_LEASE_S, check_lease
+from dlsched.service.controller import (
+    DEFAULT_GRACE_S,
+    DEFAULT_LEASE_S,
+    check_lease,
+    check_placement,
+)
 from dlsched.service.elastic_setup import build_controller, create_service_policy
-from dlsched.service.guard import Guard
+from dlsched.service.guard import DEFAULT_ALLOWED_HOSTS, Guard
 from dlsched.service.loop import ControlLoop
 from dlsched.service.service_id import resolve_service_id
-from dlsched.service.store import Store
+from dlsched.service.store import Store, StoreError
 from dlsched.service.store_url import SqliteTarget, StoreTarget, parse_store_url
 
 DEFAULT_PORT = 8765
@@ -44,7 +50,9 @@ class ServiceConfig:
     cluster of the ``ray`` back end (None: ``$RAY_ADDRESS``, else a local Ray instance; an
     error with any other back end); ``service_id`` this service's id among those sharing the
     store (None: kept in ``<work_dir>/service-id``, see :mod:`dlsched.service.service_id`);
-    ``lease_s`` how long its jobs stay its own after it stops renewing its lease."""
+    ``lease_s`` how long its jobs stay its own after it stops renewing its lease;
+    ``allowed_hosts`` the ``Host`` names the API answers besides the loopback ones and ``host``
+    itself (``*``: any; see :mod:`dlsched.service.guard`)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -62,6 +70,14 @@ class ServiceConfig:
     ray_address: str | None = None
     service_id: str | None = None
     lease_s: float = DEFAULT_LEASE_S
+    allowed_hosts: tuple[str, ...] = ()
+
+    @property
+    def api_hosts(self) -> tuple[str, ...]:
+        """Every ``Host`` name the API answers: loopback, the address it listens on (unless a
+        wildcard) and :attr:`allowed_hosts`."""
+        own = () if self.host in ("0.0.0.0", "::", "") else (self.host,)
+        return (*DEFAULT_ALLOWED_HOSTS, *own, *self.allowed_hosts)
 
     def resolved(self, cwd: Path | None = None) -> ServiceConfig:
         """This config with every path absolute (relative ones taken from ``cwd``, default the
@@ -122,10 +138,11 @@ class Service:
             if not config.ray_address.strip():
                 raise ValueError("ray_address (--ray-address) is empty")
         check_lease(config.lease_s)
+        check_placement(policy, config.placement)
         target = config.store_target
-        self.token = load_or_create_token(config.token_path)
         if isinstance(target, SqliteTarget):
-            target.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_dir(target.path.parent, "--db")
+        self.token = load_or_create_token(config.token_path)
         self.store = Store(target)
         backend: Backend | None = None
         try:
@@ -164,6 +181,7 @@ class Service:
                 self.store, self.controller, self.loop.poke, clock, self.token, policy.name
             ),
             DASHBOARD_DIR,
+            allowed_hosts=config.api_hosts,
         )
 
     def start(self) -> None:
@@ -179,6 +197,15 @@ class Service:
 
 class PortInUse(RuntimeError):
     """Another process listens on the service's address (``str()`` names it)."""
+
+
+def _private_dir(path: Path, option: str) -> None:
+    """Make directory ``path`` (mode 0700) unless it exists; StoreError, one line naming
+    ``option``, when that fails (a read-only or missing parent)."""
+    try:
+        private_dir(path)
+    except OSError as exc:
+        raise StoreError(f"{option} {path}: cannot create the directory: {exc.strerror}") from None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -239,7 +266,7 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
         try:
             server.run(sockets=[sock])
         except (KeyboardInterrupt, _StopRequested):
-            pass
+            announce("dlsched service stopped")
         finally:
             signal.signal(signal.SIGTERM, previous)
     finally:

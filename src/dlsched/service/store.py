@@ -30,6 +30,7 @@ A store may be used from several threads: one connection behind a lock.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
@@ -42,6 +43,7 @@ from dlsched.service.records import (
     ACTIVE,
     CANCELLED,
     COMPLETED,
+    FAILED,
     FINAL,
     HOLDING,
     PENDING,
@@ -53,10 +55,10 @@ from dlsched.service.records import (
     NewJob,
     held_gpus,
 )
-from dlsched.service.store_dialect import Dialect, StoreError, open_dialect
+from dlsched.service.store_dialect import Dialect, StoreError, StoreFullError, open_dialect
 from dlsched.service.store_url import StoreTarget, parse_store_url
 
-__all__ = ["SCHEMA_VERSION", "Store", "StoreError"]
+__all__ = ["SCHEMA_VERSION", "Store", "StoreError", "StoreFullError"]
 
 SCHEMA_VERSION = 2
 
@@ -183,6 +185,15 @@ class Store:
             with self._tx() as tx:
                 tx.create_schema([t.format(id=tx.id_type, real=tx.real_type) for t in _TABLES])
             self._check_version()
+        except StoreError:
+            self._db.close()
+            raise
+        except Exception as exc:
+            self._db.close()
+            translated = self._db.storage_error(exc)
+            if translated is None:
+                raise
+            raise StoreError(f"{self.label}: cannot open the store: {exc}") from None
         except BaseException:
             self._db.close()
             raise
@@ -233,19 +244,33 @@ class Store:
     def _tx(self) -> Iterator[Dialect]:
         """One write transaction, serialized with every other writer of the database,
         committed at the end and rolled back on error."""
-        with self._lock:
+        with self._lock, self._storage_errors():
             self._db.begin_write()
             try:
                 yield self._db
             except BaseException:
-                self._db.rollback()
+                with contextlib.suppress(Exception):
+                    self._db.rollback()
                 raise
             self._db.commit()
 
     @contextmanager
+    def _storage_errors(self) -> Iterator[None]:
+        """Storage failures (disk full, read-only, I/O) as a StoreError naming the store."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            translated = self._db.storage_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    @contextmanager
     def _read(self) -> Iterator[Dialect]:
         """One read-only transaction: every read in it sees the same snapshot."""
-        with self._lock:
+        with self._lock, self._storage_errors():
             self._db.begin_read()
             try:
                 yield self._db
@@ -457,6 +482,19 @@ class Store:
                 if cur.rowcount == 1:
                     self._event(db, seq, now, "cancel_requested", {})
         return self.get(seq)
+
+    def fail_pending(self, seq: int, now: float, reason: str) -> bool:
+        """PENDING → FAILED with ``reason`` (a job the service cannot schedule at all);
+        False if the job is not pending."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE jobs SET state=?, end_time=?, reason=? WHERE seq=? AND state=?",
+                (FAILED, now, reason, seq, PENDING),
+            )
+            if cur.rowcount != 1:
+                return False
+            self._event(db, seq, now, "failed", {"reason": reason})
+        return True
 
     def mark_exited(
         self,

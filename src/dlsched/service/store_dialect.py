@@ -16,6 +16,7 @@ Contract of a dialect:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -32,7 +33,12 @@ APPEND_ONLY = "the event log is append-only"
 
 
 class StoreError(RuntimeError):
-    """The store cannot be used (unreachable, not in WAL mode, or written by a newer schema)."""
+    """The store cannot be used (unreachable, not in WAL mode, written by a newer schema, its
+    file deleted or replaced, or its disk full); the message says which and names the store."""
+
+
+class StoreFullError(StoreError):
+    """A write found the store's disk (or quota) full; the transaction was rolled back."""
 
 
 class Rows(Protocol):
@@ -88,6 +94,11 @@ class Dialect(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def storage_error(self, exc: Exception) -> StoreError | None:
+        """``exc`` (raised by the driver) as a StoreError when it says the storage itself
+        failed (disk full, read-only, I/O error), naming the store; else None."""
+        return None
+
 
 class SqliteDialect(Dialect):
     """One SQLite file in WAL mode, ``synchronous=NORMAL``."""
@@ -98,15 +109,34 @@ class SqliteDialect(Dialect):
 
     def __init__(self, target: SqliteTarget) -> None:
         self.label = target.display
-        self._db = sqlite3.connect(
-            str(target.path), isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
+        self.path = target.path
+        try:
+            # Created by us with mode 0600 (SQLite gives its -wal and -shm files the same).
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            self._identity = _identity(self.path)
+            self._db = sqlite3.connect(
+                str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise StoreError(f"{self.label}: cannot open the store: {reason}") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.label}: cannot open the store: {exc}") from None
+        self._lost: str | None = None
+        try:
+            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(
+                    f"{self.label}: cannot switch the store to WAL mode (got {mode!r})"
+                )
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
             self._db.close()
-            raise StoreError(f"{self.label}: cannot switch the store to WAL mode (got {mode!r})")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
+            raise StoreError(f"{self.label}: cannot open the store: {exc}") from None
+        except BaseException:
+            self._db.close()
+            raise
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows:
         return self._db.execute(sql, args)
@@ -114,10 +144,31 @@ class SqliteDialect(Dialect):
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._db.executemany(sql, rows)
 
+    def check(self) -> None:
+        """StoreError if the file this connection opened is no longer at its path (deleted,
+        or replaced by another file): writes would go to a file nobody will read again.
+        Once seen, every later check fails the same way."""
+        if self._lost is None:
+            try:
+                now = _identity(self.path)
+            except FileNotFoundError:
+                now = None
+            if now is None:
+                self._lost = "was deleted"
+            elif now != self._identity:
+                self._lost = "was replaced by another file"
+        if self._lost is not None:
+            raise StoreError(
+                f"{self.label}: the store's database file {self._lost} while the service ran; "
+                "no work is accepted: restore the file and restart the service"
+            )
+
     def begin_write(self) -> None:
+        self.check()
         self._db.execute("BEGIN IMMEDIATE")
 
     def begin_read(self) -> None:
+        self.check()
         # A deferred transaction takes its WAL snapshot at its first read and keeps it.
         self._db.execute("BEGIN")
 
@@ -132,6 +183,16 @@ class SqliteDialect(Dialect):
                 f"CREATE TRIGGER IF NOT EXISTS events_no_{op.lower()} BEFORE {op} ON events "
                 f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY}'); END"
             )
+
+    def storage_error(self, exc: Exception) -> StoreError | None:
+        # Plain DatabaseError: "file is not a database" and the like; its subclasses other
+        # than OperationalError (integrity, programming) are the caller's own mistakes.
+        if not (isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError):
+            return None
+        text = str(exc)
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in text:
+            return StoreFullError(f"{self.label}: the store's disk is full ({text})")
+        return StoreError(f"{self.label}: the store cannot be written: {text}")
 
     def close(self) -> None:
         self._db.close()
@@ -210,8 +271,23 @@ class PostgresDialect(Dialect):
                 "EXECUTE FUNCTION dlsched_events_append_only()"
             )
 
+    def storage_error(self, exc: Exception) -> StoreError | None:
+        import psycopg
+
+        if isinstance(exc, psycopg.errors.DiskFull):
+            return StoreFullError(f"{self.label}: the database server's disk is full ({exc})")
+        if isinstance(exc, psycopg.OperationalError):
+            return StoreError(f"{self.label}: the database cannot be written: {exc}")
+        return None
+
     def close(self) -> None:
         self._db.close()
+
+
+def _identity(path: os.PathLike[str] | str) -> tuple[int, int]:
+    """The (device, inode) of the file at ``path``."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
 
 
 def open_dialect(target: StoreTarget) -> Dialect:

@@ -90,7 +90,8 @@ class SlurmCluster:
     None), as a context manager: ``with SlurmCluster() as cluster: ...`` starts it and stops
     every daemon and job on exit. ``kill_wait_s`` is Slurm's ``KillWait`` (SIGTERM to SIGKILL
     on cancel); ``min_job_age_s`` its ``MinJobAge`` (how long ``squeue`` still lists a finished
-    job)."""
+    job); ``slurmd_timeout_s`` its ``SlurmdTimeout`` (how long an unresponsive node stays up
+    before Slurm sets it DOWN)."""
 
     def __init__(
         self,
@@ -99,6 +100,7 @@ class SlurmCluster:
         kill_wait_s: int = 2,
         min_job_age_s: int = 600,
         start_timeout_s: float = 30.0,
+        slurmd_timeout_s: int = 300,
     ) -> None:
         if len({n.name for n in nodes}) != len(nodes):
             raise ValueError("fake node names must be unique")
@@ -108,6 +110,7 @@ class SlurmCluster:
         self.kill_wait_s = kill_wait_s
         self.min_job_age_s = min_job_age_s
         self.start_timeout_s = start_timeout_s
+        self.slurmd_timeout_s = slurmd_timeout_s
         self.conf = self.directory / "slurm.conf"
         self.munge_socket = self.directory / "munge" / "munge.socket"
         self._procs: list[subprocess.Popen[bytes]] = []
@@ -160,7 +163,7 @@ class SlurmCluster:
             "AccountingStorageType=accounting_storage/none",
             "JobCompType=jobcomp/none",
             "InactiveLimit=0",
-            "SlurmdTimeout=300",
+            f"SlurmdTimeout={self.slurmd_timeout_s}",
             "MessageTimeout=10",
         ]
         gres = []
@@ -280,6 +283,31 @@ class SlurmCluster:
         if state.lower() in ("drain", "down", "fail"):
             args.append(f"Reason={reason}")
         self.run(*args)
+
+    def kill_node(self, name: str) -> list[int]:
+        """Crash node ``name``: SIGKILL its ``slurmd``, the step daemons of the jobs Slurm runs
+        there and those jobs' processes, as a power loss would (Slurm learns of it only when
+        the node stops answering its pings). Returns the ids of the jobs that were there."""
+        listed = self.run("squeue", "-h", "-w", name, "-o", "%i", check=False).stdout.split()
+        jobs = [int(j) for j in listed if j.isdigit()]
+        for proc in self._procs:
+            args = proc.args if isinstance(proc.args, list) else []
+            if "-N" in args and args[args.index("-N") + 1] == name and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        steps = tuple(f"slurmstepd: [{j}.".encode() for j in jobs)
+        groups = marked_processes("SLURM_CONF", str(self.conf), "SLURM_JOB_ID")
+        doomed = [st.pid for j in jobs for st in groups.get(str(j), [])]
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if steps and (entry / "cmdline").read_bytes().startswith(steps):
+                        doomed.append(int(entry.name))
+        for pid in doomed:
+            if pid != os.getpid():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        return jobs
 
     def cancel_all(self, timeout_s: float = 20.0) -> None:
         """Cancel every job of this cluster (SIGTERM, SIGKILL after ``KillWait``) and wait

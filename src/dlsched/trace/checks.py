@@ -1,7 +1,8 @@
 """Row checks every format shares, run column-wise on a canonical table.
 
 Format readers reject what only they can judge (unparsable fields, format-specific consistency);
-the rules here hold for any trace: finite non-negative times and sizes, start/end order, GPU
+the rules here hold for any trace: finite non-negative times and sizes (times and durations
+at most :data:`MAX_SECONDS`), start/end order, GPU
 counts and shares, the state and work-unit vocabularies, and unique job ids. Each rejected row
 gets one RowError, for the first rule it breaks in the order below.
 """
@@ -20,6 +21,10 @@ from dlsched.trace.readers.fields import show_number
 from dlsched.trace.schema import FINAL_STATES, WORK_UNITS
 
 Mask = npt.NDArray[np.bool_]
+MAX_SECONDS = 1e10
+"""The largest time or duration a trace may give (about 317 years): beyond it a value is a
+mistake, and the simulator's clock and per-time structures would be asked for the absurd."""
+_TIME_COLUMNS = ("submit_time", "duration", "start_time", "end_time")
 _FLOAT_COLUMNS = (
     "submit_time",
     "duration",
@@ -62,6 +67,13 @@ def check_rows(
         column = values[name]
         reject(_mask(pc.is_nan(table.column(name))), name, lambda i: "not a number (NaN)")
         reject(np.isinf(column), name, _with_value("not a finite number", column))
+    for name in _TIME_COLUMNS:
+        column = values[name]
+        reject(
+            np.isfinite(column) & (column > MAX_SECONDS),
+            name,
+            _with_value(f"beyond the limit of {MAX_SECONDS:g} s (about 317 years)", column),
+        )
     submit = values["submit_time"]
     reject(_mask(pc.is_null(table.column("submit_time"))), "submit_time", lambda i: "missing value")
     reject(submit < 0, "submit_time", lambda i: f"negative submit time: {show_number(submit[i])}")

@@ -6,6 +6,7 @@ field of :class:`RowError`.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -82,18 +83,21 @@ def read_parquet_checked(
         raise TraceError(f"{name}: not a readable Parquet file: {e}") from None
     _check_schema(name, table.schema)
     metadata = table.schema.metadata or {}
-    source = metadata.get(SOURCE_KEY, name.encode()).decode()
+    try:
+        source = metadata.get(SOURCE_KEY, name.encode()).decode()
+    except UnicodeDecodeError:
+        raise TraceError(f"{name}: metadata {SOURCE_KEY.decode()} is not UTF-8 text") from None
     origin_text = metadata.get(ORIGIN_KEY)
     try:
         origin = None if origin_text is None else float(origin_text.decode())
-    except ValueError:
-        raise TraceError(f"{name}: metadata {ORIGIN_KEY.decode()} is not a number") from None
-    for name in OPTIONAL_SINCE_V2:
-        if name not in table.schema.names:
-            table = table.append_column(
-                pa.field(name, SCHEMA.field(name).type),
-                pa.nulls(table.num_rows, SCHEMA.field(name).type),
-            )
+    except (ValueError, UnicodeDecodeError):
+        origin = math.nan
+    if origin is not None and not math.isfinite(origin):
+        raise TraceError(f"{name}: metadata {ORIGIN_KEY.decode()} is not a finite number")
+    for column in OPTIONAL_SINCE_V2:
+        if column not in table.schema.names:
+            kind = SCHEMA.field(column).type
+            table = table.append_column(pa.field(column, kind), pa.nulls(table.num_rows, kind))
     table = table.select(list(SCHEMA.names)).cast(SCHEMA)
     rows = range(1, table.num_rows + 1)
     keep, errors = check_rows(table, name, rows, place="row")

@@ -82,7 +82,10 @@ def detect_format(path: str, header: Iterable[str]) -> CsvFormat:
 def _read_csv(path: str, format: str | None, skip_bad_rows: bool) -> ReadResult:
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
+            # strict: a quote inside an unquoted field, or text after a closing quote, is an
+            # error naming its line instead of a silently altered value.
+            reader = csv.reader(handle, strict=True)
+            records: LineTrackingReader | None = None
             try:
                 first = next(reader, None)
                 if first is None:
@@ -93,7 +96,13 @@ def _read_csv(path: str, format: str | None, skip_bad_rows: bool) -> ReadResult:
                 records = LineTrackingReader(reader, lambda: reader.line_num)
                 parsed = parse_records(path, iter(records), header, fmt)
             except csv.Error as e:
-                raise TraceError(f"{path}:{reader.line_num}: unreadable CSV: {e}") from None
+                start = records.start if records is not None else reader.line_num
+                hint = (
+                    " (a quote opened in this record is never closed)"
+                    if "end of data" in str(e)
+                    else ""
+                )
+                raise TraceError(f"{path}:{start}: unreadable CSV: {e}{hint}") from None
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except UnicodeDecodeError as e:

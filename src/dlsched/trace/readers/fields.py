@@ -80,6 +80,7 @@ class Row:
 
 def show_number(value: float) -> str:
     """A number for a message: integral values without a fraction, others in full."""
+    value = float(value)  # a numpy scalar's repr names its type
     if value.is_integer() and abs(value) < 1e16:
         return str(int(value))
     return repr(value)

@@ -33,7 +33,7 @@ class ParsedRecords:
 
 
 class LineTrackingReader:
-    """Yields ``(line, record)`` from a ``csv.reader``, where ``line`` is the record's first line.
+    """Yields ``(line, last, record)`` from a ``csv.reader``: the record's first and last line.
 
     ``csv.reader.line_num`` counts physical lines read so far, so a record starts one line after
     where the previous one ended (quoted fields may span lines).
@@ -43,20 +43,25 @@ class LineTrackingReader:
         self._reader = reader
         self._line_num = line_num
 
-    def __iter__(self) -> Iterator[tuple[int, list[str]]]:
-        previous = self._line_num()
+        self.start = line_num() + 1
+        """The first line of the record being read (where a CSV error's record began)."""
+
+    def __iter__(self) -> Iterator[tuple[int, int, list[str]]]:
         for record in self._reader:
-            yield previous + 1, record
-            previous = self._line_num()
+            last = self._line_num()
+            yield self.start, last, record
+            self.start = last + 1
 
 
 def parse_records(
-    path: str, records: Iterator[tuple[int, list[str]]], header: list[str], fmt: CsvFormat
+    path: str, records: Iterator[tuple[int, int, list[str]]], header: list[str], fmt: CsvFormat
 ) -> ParsedRecords:
-    """Run ``fmt``'s parser over ``records`` (``(line, fields)`` after the header).
+    """Run ``fmt``'s parser over ``records`` (``(line, last line, fields)`` after the header).
 
     Blank lines are skipped: they hold no job. A record whose field count differs from the
-    header's, or that the parser rejects, becomes a RowError and contributes nothing.
+    header's, that spans several lines (no trace field holds a line break: an unclosed quote
+    would otherwise swallow the rows after it), or that the parser rejects, becomes a RowError
+    and contributes nothing.
     """
     row = Row({name: i for i, name in enumerate(header)})
     width = len(header)
@@ -65,10 +70,21 @@ def parse_records(
     lines: list[int] = []
     errors: list[RowError] = []
     rows_read = 0
-    for line, record in records:
+    for line, last, record in records:
         if not record:
             continue
         rows_read += 1
+        if last > line:
+            errors.append(
+                RowError(
+                    path,
+                    line,
+                    WHOLE_ROW,
+                    f"a quoted field runs on to line {last} (an unclosed quote? no field of a "
+                    "trace holds a line break)",
+                )
+            )
+            continue
         if len(record) != width:
             errors.append(
                 RowError(path, line, WHOLE_ROW, f"{len(record)} fields, the header has {width}")
