@@ -119,6 +119,9 @@ def elastic_rows(golden: dict[str, Any], traces: Traces) -> Iterator[Row]:
             if run["policy"] == "tiresias":
                 # The old Tiresias's order inside a queue (the default keeps running jobs first).
                 options["order"] = "submit"
+            if run["policy"] == "pollux":
+                # The old Pollux speedups (the default now follows the artifact).
+                options.update(epoch_buckets="10", base="one")
             config = SimConfig(
                 policy=run["policy"],
                 policy_options=options,

@@ -152,6 +152,9 @@ def test_policies_that_need_run_times_refuse_elastic_and_ps_jobs() -> None:
             parse_shorthand("4x4"),
             SimConfig(policy="fifo", kind_policies={"elastic": "smd"}),
         )
+    elastic_only = mixed_trace([], [(0.0, "ncf", 1)], [])
+    with pytest.raises(PolicyChoiceError, match="--placement pack: policy pollux places"):
+        simulate(elastic_only, parse_shorthand("1x4"), SimConfig(policy="pollux", placement="pack"))
     rigid_only = mixed_trace([(0.0, 1, 10.0)], [], [])
     with pytest.raises(PolicyChoiceError, match="the trace has no elastic jobs"):
         simulate(rigid_only, parse_shorthand("1x1"), SimConfig(kind_policies={"elastic": "pollux"}))

@@ -5,7 +5,9 @@ parameter-server simulators, produced at commit 791c7ba before they were deleted
 says how). Where semantics are unchanged the core gives the same numbers to 1e-6 relative:
 
 - Pollux workloads under Tiresias (placement ``pack``, as the old elastic Tiresias placed, and
-  ``order=submit``, its order inside a queue; the default now keeps running jobs first),
+  ``order=submit``, its order inside a queue; the default now keeps running jobs first), and
+  Pollux with ``epoch_buckets=10 base=one`` (its old speedups; the default now follows the
+  Pollux artifact),
   Optimus with ``remaining=epochs`` and Pollux: average JCT, makespan, average queueing,
   finish-time fairness and restart/preemption counts;
 - the 200-job SMD workload under SMD, Optimus and FIFO: every job's JCT, and the same jobs set
@@ -103,6 +105,9 @@ def test_elastic_runs_match(run: dict[str, Any]) -> None:
     options = dict(run["options"])
     if run["policy"] == "tiresias":
         options["order"] = "submit"
+    if run["policy"] == "pollux":
+        # The old speedups: statistics of the start of each tenth of training, one GPU as base.
+        options.update(epoch_buckets="10", base="one")
     config = SimConfig(
         policy=run["policy"],
         policy_options=options,

@@ -86,17 +86,27 @@ class EfficiencyModel:
         """Per-example efficiency ``gain / scale``, in (0, 1] for batches ≥ ``M0``."""
         return self.gain(epoch, global_bsz) * self.initial_bsz / global_bsz
 
-    def stats(self, epoch: int, global_bsz: float) -> tuple[float, float]:
-        """(grad_var, grad_sqr) at ``epoch``, interpolated in log batch size."""
-        e = min(max(epoch, 0), self.num_epochs - 1)
+    def clamp_epoch(self, epoch: int) -> int:
+        """``epoch`` within the measured epochs (the row its statistics are read from)."""
+        return min(max(epoch, 0), self.num_epochs - 1)
+
+    def position(self, global_bsz: float) -> tuple[int, int, float]:
+        """Where ``global_bsz`` falls among the validated sizes: ``(lo, hi, w)`` such that its
+        statistics are ``(1 − w)·row[lo] + w·row[hi]`` (``w`` from log batch size; ``lo = hi``
+        and ``w = 0`` outside the validated range)."""
         sizes = self.batch_sizes
         if global_bsz <= sizes[0]:
-            return self.grad_var[0][e], self.grad_sqr[0][e]
+            return 0, 0, 0.0
         if global_bsz >= sizes[-1]:
-            return self.grad_var[-1][e], self.grad_sqr[-1][e]
+            return len(sizes) - 1, len(sizes) - 1, 0.0
         hi = bisect.bisect_right(sizes, global_bsz)
         lo = hi - 1
-        w = math.log(global_bsz / sizes[lo]) / math.log(sizes[hi] / sizes[lo])
+        return lo, hi, math.log(global_bsz / sizes[lo]) / math.log(sizes[hi] / sizes[lo])
+
+    def stats(self, epoch: int, global_bsz: float) -> tuple[float, float]:
+        """(grad_var, grad_sqr) at ``epoch``, interpolated in log batch size."""
+        e = self.clamp_epoch(epoch)
+        lo, hi, w = self.position(global_bsz)
         var = (1 - w) * self.grad_var[lo][e] + w * self.grad_var[hi][e]
         sqr = (1 - w) * self.grad_sqr[lo][e] + w * self.grad_sqr[hi][e]
         return var, sqr

@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from dlsched.perf.efficiency import LOCAL_BSZ_CAP, EfficiencyModel, efficiency_from_profile
 from dlsched.perf.profiles import AppProfile, load_profile
 from dlsched.perf.steptime import StepTimeModel
+
+FloatArray = npt.NDArray[np.float64]
 
 MAX_ACCUM_STEPS = 15
 """Default limit on extra micro-steps per optimizer step."""
@@ -108,6 +114,10 @@ class GoodputModel:
         self.efficiency = efficiency or efficiency_from_profile(profile)
         self.limits = limits or batch_limits(profile)
         self._measured_sizes = frozenset(s.local_bsz for s in profile.samples)
+        self._var = np.array(self.efficiency.grad_var, dtype=float)
+        self._sqr = np.array(self.efficiency.grad_sqr, dtype=float)
+        self._grids: dict[tuple[int, int, int], _Grid] = {}
+        self._points: dict[tuple[int, int, int, int], tuple[int, float, int, int, float]] = {}
 
     def evaluate(self, epoch: int, nodes: int, replicas: int, config: BatchConfig) -> Goodput:
         """Throughput, efficiency and goodput of ``config`` during ``epoch`` (no limit
@@ -140,48 +150,143 @@ class GoodputModel:
         global limits (more replicas than the largest validated batch allows at the smallest
         local batch, or too few for the smallest validated batch), the nearest configuration is
         returned: the smallest local batch, or the largest with all accumulation steps.
+
+        The grid of each ``(nodes, replicas, local limit)`` and its step times are kept by the
+        model (they do not depend on the epoch), so the step model must not change under it.
         """
         lim = self.limits
         lo = lim.min_local_bsz
         hi = lim.max_local_bsz if max_local_bsz is None else min(lim.max_local_bsz, max_local_bsz)
         hi = max(hi, lo)
-        best: Goodput | None = None
-        for s in range(lim.max_accum_steps + 1):
-            per_example = replicas * (s + 1)
-            b_min = max(lo, -(-lim.min_global_bsz // per_example))
-            b_max = min(hi, lim.max_global_bsz // per_example)
-            if b_min > b_max:
-                continue
-            points = _GRID_POINTS if s == 0 else _ACCUM_GRID_POINTS
-            found = self._search(epoch, nodes, replicas, s, b_min, b_max, points)
-            if best is None or _rank(found) > _rank(best):
-                best = found
-        if best is None:
+        grid = self._grid(nodes, replicas, hi)
+        if not grid.levels:
             too_many = replicas * lo > lim.max_global_bsz
             nearest = BatchConfig(lo) if too_many else BatchConfig(hi, lim.max_accum_steps)
             return self.evaluate(epoch, nodes, replicas, nearest)
-        return best
+        scores = self._goodputs(epoch, grid.candidates)
+        # The best grid point of every level, and the integers around it to refine with.
+        picks: list[int] = []
+        refine: list[tuple[int, int]] = []
+        spans: list[tuple[int, int]] = []
+        for start, end in grid.levels:
+            i = start + int(np.argmax(scores[start:end]))
+            picks.append(i)
+            sizes = grid.candidates.local_bsz
+            left = sizes[max(i - 1, start)]
+            right = sizes[min(i + 1, end - 1)]
+            step = max(1, (right - left) // _REFINE_POINTS)
+            first = len(refine)
+            accum = grid.candidates.accum[i]
+            refine.extend((b, accum) for b in range(left + 1, right, step) if b != sizes[i])
+            spans.append((first, len(refine)))
+        extra = self._candidates(nodes, replicas, refine)
+        extra_scores = self._goodputs(epoch, extra)
+        best: tuple[float, int, int] | None = None
+        chosen = BatchConfig(lo)
+        for i, (first, last) in zip(picks, spans, strict=True):
+            c = grid.candidates
+            rank = (float(scores[i]), -c.global_bsz[i], -c.accum[i])
+            config = BatchConfig(c.local_bsz[i], c.accum[i])
+            for k in range(first, last):
+                other = (float(extra_scores[k]), -extra.global_bsz[k], -extra.accum[k])
+                if other > rank:
+                    rank, config = other, BatchConfig(extra.local_bsz[k], extra.accum[k])
+            if best is None or rank > best:
+                best, chosen = rank, config
+        return self.evaluate(epoch, nodes, replicas, chosen)
 
-    def _search(
-        self, epoch: int, nodes: int, replicas: int, accum: int, lo: int, hi: int, points: int
-    ) -> Goodput:
-        measured = {b for b in self._measured_sizes if lo <= b <= hi}
-        grid = {round(lo * math.pow(hi / lo, i / (points - 1))) for i in range(points)}
-        sizes = sorted(measured | grid | {lo, hi})
-        scored = [self.evaluate(epoch, nodes, replicas, BatchConfig(b, accum)) for b in sizes]
-        i = max(range(len(scored)), key=lambda k: _rank(scored[k]))
-        left, right = sizes[max(i - 1, 0)], sizes[min(i + 1, len(sizes) - 1)]
-        step = max(1, (right - left) // _REFINE_POINTS)
-        refined = [
-            self.evaluate(epoch, nodes, replicas, BatchConfig(b, accum))
-            for b in range(left + 1, right, step)
-            if b != sizes[i]
-        ]
-        return max([scored[i], *refined], key=_rank)
+    def _grid(self, nodes: int, replicas: int, hi: int) -> _Grid:
+        """The searched grid for ``replicas`` GPUs on ``nodes`` nodes, local batches up to
+        ``hi``: every accumulation count whose global batches fit the limits, one level each."""
+        key = (nodes, replicas, hi)
+        found = self._grids.get(key)
+        if found is not None:
+            return found
+        lim = self.limits
+        points: list[tuple[int, int]] = []
+        levels: list[tuple[int, int]] = []
+        for s in range(lim.max_accum_steps + 1):
+            per_example = replicas * (s + 1)
+            b_min = max(lim.min_local_bsz, -(-lim.min_global_bsz // per_example))
+            b_max = min(hi, lim.max_global_bsz // per_example)
+            if b_min > b_max:
+                continue
+            count = _GRID_POINTS if s == 0 else _ACCUM_GRID_POINTS
+            measured = {b for b in self._measured_sizes if b_min <= b <= b_max}
+            grid = {round(b_min * math.pow(b_max / b_min, i / (count - 1))) for i in range(count)}
+            start = len(points)
+            points.extend((b, s) for b in sorted(measured | grid | {b_min, b_max}))
+            levels.append((start, len(points)))
+        found = _Grid(self._candidates(nodes, replicas, points), tuple(levels))
+        self._grids[key] = found
+        return found
+
+    def _candidates(
+        self, nodes: int, replicas: int, points: Sequence[tuple[int, int]]
+    ) -> _Candidates:
+        """``(local batch, accumulation steps)`` points with what scoring them needs."""
+        rows = [self._point(nodes, replicas, b, s) for b, s in points]
+        return _Candidates(
+            local_bsz=[b for b, _ in points],
+            accum=[s for _, s in points],
+            global_bsz=[r[0] for r in rows],
+            step_time=np.array([r[1] for r in rows], dtype=float),
+            scale=np.array([r[0] for r in rows], dtype=float) / self.efficiency.initial_bsz,
+            lo=np.array([r[2] for r in rows], dtype=np.intp),
+            hi=np.array([r[3] for r in rows], dtype=np.intp),
+            weight=np.array([r[4] for r in rows], dtype=float),
+        )
+
+    def _point(
+        self, nodes: int, replicas: int, local_bsz: int, accum: int
+    ) -> tuple[int, float, int, int, float]:
+        """Global batch, step time and statistics position of one configuration, kept: the
+        refinement asks for the same ones epoch after epoch."""
+        key = (nodes, replicas, local_bsz, accum)
+        found = self._points.get(key)
+        if found is None:
+            m = replicas * local_bsz * (accum + 1)
+            t = self.step_model.iteration_time(nodes, replicas, local_bsz, accum)
+            found = (m, t, *self.efficiency.position(m))
+            self._points[key] = found
+        return found
+
+    def _goodputs(self, epoch: int, c: _Candidates) -> FloatArray:
+        """Goodput of every candidate during ``epoch``: the arithmetic of :meth:`evaluate`
+        (and :func:`~dlsched.perf.efficiency.gain_from_stats`) on arrays, so each value is
+        exactly what :meth:`evaluate` gives."""
+        e = self.efficiency.clamp_epoch(epoch)
+        var = (1 - c.weight) * self._var[c.lo, e] + c.weight * self._var[c.hi, e]
+        sqr = (1 - c.weight) * self._sqr[c.lo, e] + c.weight * self._sqr[c.hi, e]
+        denominator = var / c.scale + sqr
+        positive = denominator > 0
+        gain = np.ones_like(denominator)
+        np.divide(var + sqr, denominator, out=gain, where=positive)
+        result: FloatArray = self.efficiency.initial_bsz * gain / c.step_time
+        return result
 
 
-def _rank(g: Goodput) -> tuple[float, int, int]:
-    return (g.goodput, -g.global_bsz, -g.config.accum_steps)
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """Batch configurations of one (nodes, replicas) to score, in parallel lists/arrays."""
+
+    local_bsz: list[int]
+    accum: list[int]
+    global_bsz: list[int]
+    step_time: FloatArray
+    scale: FloatArray  # global batch / M0
+    lo: npt.NDArray[np.intp]  # statistics rows and weight (EfficiencyModel.position)
+    hi: npt.NDArray[np.intp]
+    weight: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """The searched grid: candidates ordered by accumulation steps, then local batch;
+    ``levels`` gives each accumulation count's ``[start, end)`` among them."""
+
+    candidates: _Candidates
+    levels: tuple[tuple[int, int], ...]
 
 
 @functools.cache

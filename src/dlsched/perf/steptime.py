@@ -103,7 +103,8 @@ class StepTimeModel:
     """Measured-or-interpolated step time for one application profile (module docstring).
 
     Calling it, ``model(nodes, replicas, local_bsz, placement=None)``, returns a
-    :class:`StepTime`. Deterministic; the tables are built once and never changed.
+    :class:`StepTime`. Deterministic; the tables are built once and never changed (the
+    nearest measured shape of an extrapolated one is remembered).
     """
 
     def __init__(self, profile: AppProfile, fallback: PolluxModel | None = None) -> None:
@@ -126,6 +127,7 @@ class StepTimeModel:
             replicas_at[n].append(r)
         self._replicas_at = {n: tuple(sorted(rs)) for n, rs in replicas_at.items()}
         self._node_counts = tuple(sorted(self._replicas_at))
+        self._anchors: dict[tuple[int, int], _Line] = {}
 
     @property
     def measured_shapes(self) -> tuple[tuple[int, int], ...]:
@@ -200,13 +202,22 @@ class StepTimeModel:
                 return n, found
         return None
 
-    def _extrapolate(self, nodes: int, replicas: int, local_bsz: float) -> StepTime:
-        def distance(shape: tuple[int, int]) -> tuple[float, int, int]:
-            n, r = shape
-            d = math.hypot(math.log(n / nodes), math.log(r / replicas))
-            return (round(d, 12), n, r)
+    def _anchor(self, nodes: int, replicas: int) -> _Line:
+        """The measured shape nearest (nodes, replicas), remembered per shape."""
+        found = self._anchors.get((nodes, replicas))
+        if found is None:
 
-        anchor = self._shapes[min(self._shapes, key=distance)]
+            def distance(shape: tuple[int, int]) -> tuple[float, int, int]:
+                n, r = shape
+                d = math.hypot(math.log(n / nodes), math.log(r / replicas))
+                return (round(d, 12), n, r)
+
+            found = self._shapes[min(self._shapes, key=distance)]
+            self._anchors[(nodes, replicas)] = found
+        return found
+
+    def _extrapolate(self, nodes: int, replicas: int, local_bsz: float) -> StepTime:
+        anchor = self._anchor(nodes, replicas)
         measured = anchor.at(local_bsz, self.fallback)
         model = self.fallback
         ratio = model(nodes, replicas, local_bsz) / model(anchor.nodes, anchor.replicas, local_bsz)

@@ -38,6 +38,7 @@ from dlsched.sim.elastic_adapter import ElasticAdapter
 from dlsched.sim.ps_adapter import PsAdapter, PsPlacer
 
 ALLOCATION_KINDS = {ELASTIC: "elastic", PS: "ps"}
+DEFAULT_PLACEMENT = "consolidate"
 RANK_ORDER = (RIGID, PS, ELASTIC)
 
 
@@ -145,6 +146,16 @@ def check_choice(
         )
 
 
+def check_placement(groups: Iterable[Group], placement: str) -> None:
+    """Refuse a ``placement`` other than the default when no group of the run places jobs with
+    it (allocation policies place their jobs themselves)."""
+    if placement != DEFAULT_PLACEMENT and not any(g.ordering for g in groups):
+        names = ", ".join(sorted({g.policy for g in groups}))
+        raise PolicyChoiceError(
+            f"--placement {placement}: policy {names} places its jobs itself; drop --placement"
+        )
+
+
 def build_groups(
     kinds: Iterable[int],
     policy: str,
@@ -194,6 +205,7 @@ def build_groups(
             adapter_ps = PsAdapter(make_ps_policy(name), state, machines)
             groups.append(Group(name, (kind,), AllocationScheduler(adapter_ps, state), False, 0))
         group_of[kind] = len(groups) - 1
+    check_placement(groups, placer.name)
     ordered = [g for g in groups if g.ordering] + [g for g in groups if not g.ordering]
     remap = {id(g): i for i, g in enumerate(ordered)}
     group_of = {k: remap[id(groups[i])] for k, i in group_of.items()}

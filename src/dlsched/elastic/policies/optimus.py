@@ -6,15 +6,31 @@ Clusters", EuroSys 2018, with the models of :mod:`dlsched.perf.optimus`:
 - remaining work: the loss curve ``l(k) = 1/(β0·k + β1) + β2`` fitted over examples processed to
   the job's observed epoch-end losses (from its validation metric), solved for the loss its
   batch size reaches at the end of training; before three epochs are observed, or when the fit
-  never gets there, the examples of the epochs left;
+  never gets there, the examples of the epochs left (``remaining=epochs``: always those, as the
+  Pollux artifact's Optimus does);
 - speed: the PS speed model fitted to the job's step times at 1, 2, 4, 8 and 16 GPUs
   (consolidated; our stand-in for Optimus's profiling runs, with one server per worker since the
-  profiled jobs are all-reduce).
+  profiled jobs are all-reduce); ``speed=profile``: the step time of the consolidated placement
+  at every GPU count, from the performance book, as the Pollux artifact's Optimus does. The
+  fitted model is smooth in the GPU count, so it misses what a job loses when it first spans
+  two nodes: on the Pollux workloads at load 0.5 it gave yolov3 (global batch 64) six GPUs on
+  two nodes, slower than its four on one, and average JCTs ran 29% above the artifact's
+  (bench/RESULTS.md, 2026-11-25). The artifact's Optimus is ``remaining=epochs speed=profile``.
 
 Every job that can gets one GPU, shortest estimated remaining time first; then GPUs go one at a
-time to the job whose estimated remaining time drops most, until none drops. Like Optimus it
-ignores the cost of restarting a job whose GPUs change. Jobs keep their GPUs when their count is
-unchanged; the others are placed on as few nodes as possible.
+time to the job whose estimated remaining time drops most, until none drops. A job gets at most
+its global batch over the smallest profiled local batch GPUs, as in the artifact (a smaller
+local batch is not in the profile). Like Optimus, and like the artifact's, it ignores the cost
+of restarting a job whose GPUs change. Jobs keep their GPUs when their count is unchanged; the
+others are placed on as few nodes as possible.
+
+Differences from the artifact's Optimus, kept: the first GPUs go shortest remaining time first
+(the artifact: in submit order); its remaining work leaves out the current epoch and counts a
+job in its last epoch as one step, so such a job gets almost no GPUs beyond its first (bert,
+two epochs, is slowed most); its placement takes the smallest jobs first, each from the nodes
+with the most free GPUs. And our step times are interpolated differently from the artifact's:
+where ours are a hair slower at one more GPU (imagenet at global batch 6,400 on 26 GPUs rather
+than 25), the one-GPU-at-a-time rule stops the job there, where the artifact's went on.
 """
 
 from __future__ import annotations
@@ -47,6 +63,10 @@ class Optimus(ElasticPolicy):
     """How remaining work is estimated: ``fit`` (the loss curve, as Optimus does) or ``epochs``
     (the examples of the epochs left, known from the profiles, as the Pollux artifact's
     Optimus does)."""
+    speed: str = "fit"
+    """How a job's step time on ``n`` GPUs is predicted: ``fit`` (the PS speed model, as
+    Optimus does) or ``profile`` (the consolidated placement's step time from the performance
+    book, as the Pollux artifact's Optimus does)."""
     _speed: dict[tuple[str, int, int | None], tuple[int, PsSpeedModel]] = field(
         default_factory=dict, init=False
     )
@@ -57,6 +77,8 @@ class Optimus(ElasticPolicy):
     def __post_init__(self) -> None:
         if self.remaining not in ("fit", "epochs"):
             raise ValueError(f"remaining: expected 'fit' or 'epochs', got {self.remaining!r}")
+        if self.speed not in ("fit", "profile"):
+            raise ValueError(f"speed: expected 'fit' or 'profile', got {self.speed!r}")
 
     def _speed_model(self, job: JobInfo) -> PsSpeedModel:
         revision = self.perf.revision(job.application)
@@ -124,7 +146,27 @@ class Optimus(ElasticPolicy):
         return loss_from_metric(job.application, [metric])[0]
 
     def _time(self, job: JobInfo, n: int, remaining: float) -> float:
+        """Estimated seconds to process ``remaining`` examples on ``n`` GPUs."""
+        if self.speed == "profile":
+            return remaining / job.requested_bsz * self._step_time(job, n)
         return remaining / (job.requested_bsz * self._speed_model(job)(n, n))
+
+    def _step_time(self, job: JobInfo, n: int) -> float:
+        variant = self.cluster.main_variant
+        config = self.perf.fixed_batch(job.application, n, job.requested_bsz)
+        return self.perf.iteration_time(
+            job.application,
+            variant,
+            consolidated_counts(n, self.cluster.gpus_per_node(variant)),
+            config.local_bsz,
+            config.accum_steps,
+        )
+
+    def cap(self, job: JobInfo) -> int:
+        """The most GPUs ``job`` may get: its global batch over the smallest profiled local
+        batch (at least one), within the GPUs the policy may use."""
+        smallest = self.perf.limits(job.application).min_local_bsz
+        return min(self.cluster.total_gpus, max(job.requested_bsz // smallest, 1))
 
     def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
         total = self.cluster.total_gpus
@@ -136,7 +178,7 @@ class Optimus(ElasticPolicy):
                 break
             counts[j.index] = 1
             free -= 1
-        caps = {j.index: min(total, j.requested_bsz) for j in jobs}
+        caps = {j.index: self.cap(j) for j in jobs}
         heap = []
         for j in jobs:
             if counts[j.index] and counts[j.index] < caps[j.index]:
