@@ -32,7 +32,7 @@ if _typing.TYPE_CHECKING:
     from dlsched.ps.workload import build_workload, workload_trace
     from dlsched.runner import Experiment, Selection, run_experiment
     from dlsched.scheduler.plan import Plan, Resize, Start
-    from dlsched.service.client import ServiceClient
+    from dlsched.service.api.client import ServiceClient
     from dlsched.service.server import ServiceConfig, serve
     from dlsched.sim.config import (
         CheckpointConfig,
@@ -66,7 +66,7 @@ _EXPORTS = {
     "workload_trace": "dlsched.ps.workload",
     "ServiceConfig": "dlsched.service.server",
     "serve": "dlsched.service.server",
-    "ServiceClient": "dlsched.service.client",
+    "ServiceClient": "dlsched.service.api.client",
     "resolve_cluster": "dlsched.cluster.parse",
     "ClusterSpec": "dlsched.cluster.spec",
     "NodeSpec": "dlsched.cluster.spec",

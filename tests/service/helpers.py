@@ -17,10 +17,10 @@ import uvicorn
 from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
-from dlsched.service.controller import Controller
-from dlsched.service.records import FINAL, PREEMPTING, NewJob
+from dlsched.service.control.controller import Controller
 from dlsched.service.server import Service, ServiceConfig, bind
-from dlsched.service.store import Store
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import FINAL, PREEMPTING, NewJob
 
 
 class Clock:

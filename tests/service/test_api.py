@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
-from dlsched.service.auth import TokenFileError, load_or_create_token
+from dlsched.service.api.app import DASHBOARD_DIR, ServiceContext, create_app
+from dlsched.service.api.auth import TokenFileError, load_or_create_token
 from tests.service.helpers import Harness, make_harness
 
 GOOD = {"name": "resnet-a", "user": "alice", "gpus": 2, "command": ["sleep", "5"]}

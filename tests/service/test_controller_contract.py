@@ -17,9 +17,9 @@ import pytest
 from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy, policies
-from dlsched.service.controller import Controller
-from dlsched.service.records import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
-from dlsched.service.store import Store
+from dlsched.service.control.controller import Controller
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
 from dlsched.sim.config import CheckpointConfig, RestartCost, SimConfig
 from dlsched.sim.simulator import simulate
 from dlsched.trace.schema import JobSpec, Trace

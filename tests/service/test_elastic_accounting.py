@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 import dlsched.cli.service_cmd as service_cmd
 from dlsched.cli.main import app
-from dlsched.service.api import ServiceContext, create_app
-from dlsched.service.auth import load_or_create_token
-from dlsched.service.records import COMPLETED, PREEMPTING, RUNNING, NewJob
-from dlsched.service.store import Store
+from dlsched.service.api.app import ServiceContext, create_app
+from dlsched.service.api.auth import load_or_create_token
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import COMPLETED, PREEMPTING, RUNNING, NewJob
 from tests.service.test_elastic_live import Live, runs_of
 
 

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from dlsched.cli.main import app
-from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.elastic_planning import ElasticPlanning
+from dlsched.service.control.elastic_book import ElasticSpec
+from dlsched.service.control.elastic_planning import ElasticPlanning
 from dlsched.service.server import Service, ServiceConfig
 from tests.service.helpers import serving
 

@@ -17,15 +17,19 @@ from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.registry import elastic_policies
 from dlsched.elastic.types import Allocation, ClusterView
-from dlsched.service.api import ServiceContext, create_app
-from dlsched.service.auth import load_or_create_token
-from dlsched.service.controller import Controller
-from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.elastic_planning import ElasticPlanning
-from dlsched.service.elastic_setup import build_controller, create_service_policy, elastic_name
-from dlsched.service.planning import OrderingPlanning
-from dlsched.service.records import COMPLETED, PREEMPTING, NewJob
-from dlsched.service.store import Store
+from dlsched.service.api.app import ServiceContext, create_app
+from dlsched.service.api.auth import load_or_create_token
+from dlsched.service.control.controller import Controller
+from dlsched.service.control.elastic_book import ElasticSpec
+from dlsched.service.control.elastic_planning import ElasticPlanning
+from dlsched.service.control.elastic_setup import (
+    build_controller,
+    create_service_policy,
+    elastic_name,
+)
+from dlsched.service.control.planning import OrderingPlanning
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import COMPLETED, PREEMPTING, NewJob
 from tests.service.helpers import Clock, check_no_double_booking
 
 DURATION_S = 1800.0

@@ -19,10 +19,10 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.registry import create_elastic_policy
 from dlsched.elastic.types import Allocation, JobInfo
-from dlsched.service.controller import Controller
-from dlsched.service.elastic_book import ElasticBook, ElasticSpec
-from dlsched.service.records import COMPLETED, FINAL, NewJob
-from dlsched.service.store import Store
+from dlsched.service.control.controller import Controller
+from dlsched.service.control.elastic_book import ElasticBook, ElasticSpec
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import COMPLETED, FINAL, NewJob
 from dlsched.workloads.gpu_log import read_gpu_log
 
 pytest.importorskip("torch")

@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 
 from dlsched.backends.base import LaunchRequest
 from dlsched.backends.local import LocalBackend
-from dlsched.service.api import ServiceContext, create_app
-from dlsched.service.guard import host_name
-from dlsched.service.records import seq_of
-from dlsched.service.store import Store
+from dlsched.service.api.app import ServiceContext, create_app
+from dlsched.service.api.guard import host_name
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import seq_of
 from tests.service.helpers import Harness, make_harness
 
 GOOD = {"name": "a", "user": "alice", "gpus": 1, "command": ["sleep", "5"]}

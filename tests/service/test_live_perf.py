@@ -10,7 +10,7 @@ import pytest
 
 from dlsched.elastic.policies.optimus import Optimus
 from dlsched.perf.perfbook import PerfBook
-from dlsched.service.live_perf import LiveApplication, LivePerfBook
+from dlsched.service.control.live_perf import LiveApplication, LivePerfBook
 from tests.elastic.helpers import job_at, view
 
 APP = "cifar10"

@@ -14,9 +14,9 @@ import pytest
 from dlsched.backends.local import LocalBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
-from dlsched.service.controller import Controller
-from dlsched.service.records import CANCELLED, COMPLETED, FINAL, NewJob
-from dlsched.service.store import Store
+from dlsched.service.control.controller import Controller
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import CANCELLED, COMPLETED, FINAL, NewJob
 from tests.service.jobscript import job_command, write_job
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
-from dlsched.service.controller import Controller
-from dlsched.service.loop import ControlLoop
-from dlsched.service.records import PENDING, RUNNING, NewJob
-from dlsched.service.store import Store
+from dlsched.service.control.controller import Controller
+from dlsched.service.control.loop import ControlLoop
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import PENDING, RUNNING, NewJob
 
 
 def wait_state(store: Store, seq: int, state: str, timeout: float) -> bool:

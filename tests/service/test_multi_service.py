@@ -15,11 +15,11 @@ import pytest
 from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
-from dlsched.service.controller import Controller
-from dlsched.service.elastic_book import AttemptSize, ElasticBook
-from dlsched.service.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
-from dlsched.service.service_id import SERVICE_ID_FILE, check_service_id, resolve_service_id
-from dlsched.service.store import Store
+from dlsched.service.control.controller import Controller
+from dlsched.service.control.elastic_book import AttemptSize, ElasticBook
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
+from dlsched.service.store.service_id import SERVICE_ID_FILE, check_service_id, resolve_service_id
 from tests.service.helpers import Clock, run_beside
 
 LEASE_S = 60.0
@@ -276,7 +276,7 @@ def test_pending_jobs_have_no_owner(db_url: str) -> None:
 def test_the_cluster_view_shows_only_this_services_jobs(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from dlsched.service.api import ServiceContext, create_app
+    from dlsched.service.api.app import ServiceContext, create_app
 
     clock = Clock()
     db = str(tmp_path / "state.db")

@@ -19,10 +19,10 @@ from dlsched.elastic.types import Allocation, JobInfo
 from dlsched.perf.elastic_progress import BatchSetting
 from dlsched.policy.registry import create_policy
 from dlsched.scheduler.plan import Plan
-from dlsched.service.controller import Controller
-from dlsched.service.elastic_book import ElasticBook, ElasticSpec
-from dlsched.service.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
-from dlsched.service.store import Store
+from dlsched.service.control.controller import Controller
+from dlsched.service.control.elastic_book import ElasticBook, ElasticSpec
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
 from tests.service.helpers import Clock, check_no_double_booking
 
 

@@ -21,9 +21,9 @@ from dlsched.backends.base import LaunchRequest
 from dlsched.backends.local import LocalBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
-from dlsched.service.controller import Controller
-from dlsched.service.records import COMPLETED, FAILED, NewJob
-from dlsched.service.store import Store
+from dlsched.service.control.controller import Controller
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import COMPLETED, FAILED, NewJob
 from tests.service.helpers import all_final
 from tests.service.service_proc import ServiceProcess, kill_jobs_of
 

@@ -23,7 +23,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from dlsched.cli.main import app
-from dlsched.service.records import (
+from dlsched.service.store.database import SCHEMA_VERSION, Store, StoreError
+from dlsched.service.store.records import (
     CANCELLED,
     COMPLETED,
     PENDING,
@@ -33,8 +34,7 @@ from dlsched.service.records import (
     job_id_of,
     seq_of,
 )
-from dlsched.service.store import SCHEMA_VERSION, Store, StoreError
-from dlsched.service.store_url import (
+from dlsched.service.store.url import (
     PostgresTarget,
     SqliteTarget,
     StoreUrlError,
@@ -395,7 +395,7 @@ def test_serve_refuses_a_bad_db_url_before_starting(tmp_path: Path) -> None:
 def test_a_live_service_runs_jobs_on_postgres(pg_server: PostgresServer, tmp_path: Path) -> None:
     """``dlsched serve --db postgresql://...`` end to end (fake back end): jobs submitted over
     the API run to completion and their history is in the PostgreSQL store."""
-    from dlsched.service.client import ServiceClient
+    from dlsched.service.api.client import ServiceClient
 
     url = pg_server.new_database()
     log = tmp_path / "serve.log"

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dlsched.service.store_dialect import StoreError
+from dlsched.service.store.dialect import StoreError
 from dlsched.trace.errors import TraceError
 
 USER_ERRORS = (

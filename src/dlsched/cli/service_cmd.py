@@ -24,7 +24,7 @@ from dlsched.cli.options import parse_options, single
 from dlsched.extras import require, require_components
 
 if TYPE_CHECKING:
-    from dlsched.service.client import ServiceClient
+    from dlsched.service.api.client import ServiceClient
 
 UrlOpt = Annotated[
     str | None, typer.Option("--url", help="Service URL (default: $DLSCHED_URL or :8765).")
@@ -41,7 +41,7 @@ TokenOpt = Annotated[
 def _client(url: str | None, token_file: Path | None) -> Iterator[ServiceClient]:
     """A client of the service (callers first :func:`require` the service extra, naming
     themselves in the message)."""
-    from dlsched.service.client import ClientError, ServiceClient, resolve_endpoint
+    from dlsched.service.api.client import ClientError, ServiceClient, resolve_endpoint
 
     try:
         end = resolve_endpoint(url, token_file)

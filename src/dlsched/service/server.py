@@ -21,20 +21,20 @@ from dlsched.backends.base import Backend
 from dlsched.backends.factory import BACKENDS, create_backend
 from dlsched.backends.jobfiles import private_dir
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.service.api import DASHBOARD_DIR, ServiceContext, create_app
-from dlsched.service.auth import load_or_create_token
-from dlsched.service.controller import (
+from dlsched.service.api.app import DASHBOARD_DIR, ServiceContext, create_app
+from dlsched.service.api.auth import load_or_create_token
+from dlsched.service.api.guard import DEFAULT_ALLOWED_HOSTS, Guard
+from dlsched.service.control.controller import (
     DEFAULT_GRACE_S,
     DEFAULT_LEASE_S,
     check_lease,
     check_placement,
 )
-from dlsched.service.elastic_setup import build_controller, create_service_policy
-from dlsched.service.guard import DEFAULT_ALLOWED_HOSTS, Guard
-from dlsched.service.loop import ControlLoop
-from dlsched.service.service_id import resolve_service_id
-from dlsched.service.store import Store, StoreError
-from dlsched.service.store_url import SqliteTarget, StoreTarget, parse_store_url
+from dlsched.service.control.elastic_setup import build_controller, create_service_policy
+from dlsched.service.control.loop import ControlLoop
+from dlsched.service.store.database import Store, StoreError
+from dlsched.service.store.service_id import resolve_service_id
+from dlsched.service.store.url import SqliteTarget, StoreTarget, parse_store_url
 
 DEFAULT_PORT = 8765
 
@@ -42,17 +42,17 @@ DEFAULT_PORT = 8765
 @dataclass(frozen=True)
 class ServiceConfig:
     """How to run one service. ``db`` is a SQLite file or a ``postgresql://`` URL (see
-    :mod:`dlsched.service.store_url`). ``token_file`` and ``work_dir`` default to siblings of
+    :mod:`dlsched.service.store.url`). ``token_file`` and ``work_dir`` default to siblings of
     a SQLite store (``<db>.token``, ``<db>.jobs/``), and for PostgreSQL to ``<dbname>.token``
     and ``<dbname>.jobs/`` in the current directory; ``round_s`` is the longest time between cycles;
     ``grace_s`` the time a preempted job has to checkpoint before SIGKILL; ``policy_options``
     the policy's text options (checked when the service is built); ``ray_address`` the Ray
     cluster of the ``ray`` back end (None: ``$RAY_ADDRESS``, else a local Ray instance; an
     error with any other back end); ``service_id`` this service's id among those sharing the
-    store (None: kept in ``<work_dir>/service-id``, see :mod:`dlsched.service.service_id`);
+    store (None: kept in ``<work_dir>/service-id``, see :mod:`dlsched.service.store.service_id`);
     ``lease_s`` how long its jobs stay its own after it stops renewing its lease;
     ``allowed_hosts`` the ``Host`` names the API answers besides the loopback ones and ``host``
-    itself (``*``: any; see :mod:`dlsched.service.guard`)."""
+    itself (``*``: any; see :mod:`dlsched.service.api.guard`)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from dlsched.backends.base import EXIT_PREEMPTED
-from dlsched.service.records import FINAL
+from dlsched.service.store.records import FINAL
 from dlsched.workloads.gpu_log import read_gpu_log
 
 EXIT_CHECKPOINTED = str(EXIT_PREEMPTED)

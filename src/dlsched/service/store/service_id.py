@@ -1,4 +1,5 @@
-"""A service's identity among the services sharing one store (see :mod:`dlsched.service.store`).
+"""A service's identity among the services sharing one store (see
+:mod:`dlsched.service.store.database`).
 
 The id names the attempts the service owns and, through its back end, its processes (Slurm job
 names, Ray namespaces, process marks), so it must stay the same across restarts for a restarted
@@ -13,7 +14,7 @@ import re
 import secrets
 from pathlib import Path
 
-from dlsched.service.store import Store
+from dlsched.service.store.database import Store
 
 SERVICE_ID_FILE = "service-id"
 _VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -5,20 +5,20 @@ This is the live driver of the same core the simulator drives (one core, two dri
 policy: an ordering policy (FIFO, Tiresias, ...) plans through the simulator's
 :class:`~dlsched.scheduler.cycle.Scheduler` and a placer, an elastic policy (Pollux, ONES, ...)
 through an :class:`~dlsched.scheduler.allocation.AllocationScheduler` and the live allocation
-adapter; :mod:`dlsched.service.planning` holds what differs between them, and every plan, with
-its starts, preemptions and resizes, is applied by one reconcile path (:meth:`Controller.apply`).
-The controller keeps a mirror of the store's active jobs (with their
-:class:`~dlsched.service.live_job.LiveJob` views) and a :class:`~dlsched.cluster.state.ClusterState`
-of the GPUs they hold, refreshed at every step from the store's event log (every state change
-appends an event, so only changed jobs are re-read): the store stays the only source of truth,
-whoever changed it (API, this loop, or a previous run of the service). The scheduler is kept
-across cycles and told of every submission, start, stop and finish through its ``on_*``
-notifications, as the simulator does; a change it has no notification for (a waiting job
-cancelled, a job first seen running after a restart) makes the next cycle rebuild it from the
-mirror.
+adapter; :mod:`dlsched.service.control.planning` holds what differs between them, and every plan,
+with its starts, preemptions and resizes, is applied by one reconcile path
+(:meth:`Controller.apply`). The controller keeps a mirror of the store's active jobs (with their
+:class:`~dlsched.service.control.live_job.LiveJob` views) and a
+:class:`~dlsched.cluster.state.ClusterState` of the GPUs they hold, refreshed at every step from the
+store's event log (every state change appends an event, so only changed jobs are re-read): the store
+stays the only source of truth, whoever changed it (API, this loop, or a previous run of the
+service). The scheduler is kept across cycles and told of every submission, start, stop and finish
+through its ``on_*`` notifications, as the simulator does; a change it has no notification for (a
+waiting job cancelled, a job first seen running after a restart) makes the next cycle rebuild it
+from the mirror.
 
-Reconciliation rules (each state change is one store transaction, then the back-end call, so a
-crash between the two is repaired by the next step: back-end calls are idempotent by request id):
+Reconciliation rules (each state change is one store transaction, then the back-end call, so a crash
+between the two is repaired by the next step: back-end calls are idempotent by request id):
 
 - a RUNNING job whose request the back end does not know is launched (again);
 - an exited request ends its job: exit 0 → COMPLETED; a cancelled job → CANCELLED; exit 75, or
@@ -36,22 +36,21 @@ crash between the two is repaired by the next step: back-end calls are idempoten
   a policy answers;
 - requests the back end runs that belong to no job holding GPUs are stopped.
 
-Several services may share one store (see :mod:`dlsched.service.store`). A controller has a
-service id; the attempts it starts are recorded as its own, and its mirror holds only the jobs
-it owns and the pending ones: a job another service runs is, to this controller, gone (its GPUs
-are that service's). Every service schedules its own cluster from the one shared queue, and a
-start is a conditional update on the job being pending, so one service wins each attempt and the
-others see the job leave their queue. Every ``lease_s / 4`` seconds a controller renews its
-lease (its jobs stay its own until ``lease_s`` after the renewal) and requeues the jobs of
-services whose lease ran out (a service that died); a service restarted under the same id
-before its lease runs out adopts its own jobs.
+Several services may share one store (see :mod:`dlsched.service.store.database`). A controller has a
+service id; the attempts it starts are recorded as its own, and its mirror holds only the jobs it
+owns and the pending ones: a job another service runs is, to this controller, gone (its GPUs are
+that service's). Every service schedules its own cluster from the one shared queue, and a start is a
+conditional update on the job being pending, so one service wins each attempt and the others see the
+job leave their queue. Every ``lease_s / 4`` seconds a controller renews its lease (its jobs stay
+its own until ``lease_s`` after the renewal) and requeues the jobs of services whose lease ran out
+(a service that died); a service restarted under the same id before its lease runs out adopts its
+own jobs.
 
 For non-preemptive policies the scheduler sees only waiting jobs in its queue (running jobs only
-hold their GPUs in the state); preemptive ones, and allocation policies, see running jobs as
-active jobs too. A job stopping (PREEMPTING) holds its GPUs; an ordering policy's scheduler no
-longer sees it, an allocation policy's keeps it until it is queued again unless it is being
-cancelled (:attr:`Planning.keeps_stopping <dlsched.service.planning.Planning.keeps_stopping>`).
-"""
+hold their GPUs in the state); preemptive ones, and allocation policies, see running jobs as active
+jobs too. A job stopping (PREEMPTING) holds its GPUs; an ordering policy's scheduler no longer sees
+it, an allocation policy's keeps it until it is queued again unless it is being cancelled
+(:attr:`Planning.keeps_stopping <dlsched.service.control.planning.Planning.keeps_stopping>`)."""
 
 from __future__ import annotations
 
@@ -79,13 +78,14 @@ from dlsched.elastic.policy import ElasticPolicy
 from dlsched.policy.base import Policy
 from dlsched.scheduler.allocation import AnyScheduler
 from dlsched.scheduler.plan import Plan
-from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.elastic_planning import ElasticPlanning
-from dlsched.service.estimates import DurationHistory
-from dlsched.service.live_job import LiveJob
-from dlsched.service.live_metrics import LiveMetrics
-from dlsched.service.planning import OrderingPlanning, Planning
-from dlsched.service.records import (
+from dlsched.service.control.elastic_book import ElasticSpec
+from dlsched.service.control.elastic_planning import ElasticPlanning
+from dlsched.service.control.estimates import DurationHistory
+from dlsched.service.control.live_job import LiveJob
+from dlsched.service.control.live_metrics import LiveMetrics
+from dlsched.service.control.planning import OrderingPlanning, Planning
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import (
     CANCELLED,
     COMPLETED,
     FAILED,
@@ -96,7 +96,6 @@ from dlsched.service.records import (
     GpuIds,
     JobRow,
 )
-from dlsched.service.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +179,7 @@ class Controller:
         # The mirror of the store's active jobs (see the module docstring).
         self._state = ClusterState(cluster, use_partitions=False)
         self.planning: Planning
-        """How this controller plans with its policy (:mod:`dlsched.service.planning`)."""
+        """How this controller plans with its policy (:mod:`dlsched.service.control.planning`)."""
         check_placement(policy, placement)
         if isinstance(policy, ElasticPolicy):
             self.planning = ElasticPlanning(policy, store, self._state, self, seed, interval_s)

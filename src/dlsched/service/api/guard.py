@@ -16,7 +16,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from dlsched.service.auth import bearer_matches
+from dlsched.service.api.auth import bearer_matches
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -1,6 +1,6 @@
 """What differs between the store's two databases: connecting, placeholders, DDL types, the
 append-only triggers and how writers are serialized. Everything else (tables, queries,
-transactions) is shared by :class:`dlsched.service.store.Store`.
+transactions) is shared by :class:`dlsched.service.store.database.Store`.
 
 Contract of a dialect:
 - The store writes SQL with ``?`` placeholders and no ``?`` or ``%`` inside string literals; a
@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dlsched.service.store_url import PostgresTarget, SqliteTarget, StoreTarget
+from dlsched.service.store.url import PostgresTarget, SqliteTarget, StoreTarget
 
 if TYPE_CHECKING:
     import psycopg

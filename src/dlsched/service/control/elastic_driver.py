@@ -5,7 +5,7 @@ simulator uses, bound once to the cluster at full size and a
 :class:`~dlsched.perf.perfbook.PerfBook`) and, for every active elastic job, what the service has
 learnt of it; each round :meth:`ElasticDriver.info` builds the policy's
 :class:`~dlsched.elastic.types.JobInfo` views (the round itself is
-:class:`~dlsched.service.elastic_planning.LiveElasticAdapter`'s).
+:class:`~dlsched.service.control.elastic_planning.LiveElasticAdapter`'s).
 
 How a live job is shown to the policy (the job is a scaled-down run of its profiled
 ``application``): its reported fraction done maps onto the application's progress and epochs
@@ -22,8 +22,9 @@ Limits of the mapping: live jobs report no validation metric, so ``metrics`` hol
 application profile's metric at each epoch the job passed (:func:`profile_metric`, what the
 simulator uses too) for ONES's Beta predictor and Optimus's loss-curve fit.
 
-Step times: the policy is bound to a :class:`~dlsched.service.live_perf.LivePerfBook` and each
-job's ``application`` is a :class:`~dlsched.service.live_perf.LiveApplication`, so the step
+Step times: the policy is bound to a :class:`~dlsched.service.control.live_perf.LivePerfBook` and
+each
+job's ``application`` is a :class:`~dlsched.service.control.live_perf.LiveApplication`, so the step
 times and goodput Pollux, Optimus, Gavel and Themis read are the job's measured ones where it
 has run and the profile's scaled by its measured/profile ratio elsewhere. Every throughput
 recorded for the policy is also recorded there, under the run's nodes, GPUs and per-GPU batch.
@@ -42,9 +43,9 @@ from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.types import Allocation, FinishedInfo, JobInfo, cluster_view
 from dlsched.perf.elastic_progress import THROUGHPUT_HISTORY
 from dlsched.perf.profiles import load_profile
-from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.live_perf import LiveApplication, LivePerfBook
-from dlsched.service.records import GpuIds, JobRow, held_gpus
+from dlsched.service.control.elastic_book import ElasticSpec
+from dlsched.service.control.live_perf import LiveApplication, LivePerfBook
+from dlsched.service.store.records import GpuIds, JobRow, held_gpus
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """How the live controller plans with one policy: :class:`Planning`, and the ordering policies'.
 
-The :class:`~dlsched.service.controller.Controller` is one path for every policy: it mirrors the
-store, tells a scheduler of every change through its ``on_*`` notifications, asks it for a
+The :class:`~dlsched.service.control.controller.Controller` is one path for every policy: it mirrors
+the store, tells a scheduler of every change through its ``on_*`` notifications, asks it for a
 :class:`~dlsched.scheduler.plan.Plan` each cycle and reconciles the plan with the back end. A
 :class:`Planning` is what differs between policy families:
 
@@ -9,7 +9,7 @@ store, tells a scheduler of every change through its ``on_*`` notifications, ask
   :class:`~dlsched.scheduler.cycle.Scheduler` (an ordering policy's keys and a placer,
   :class:`OrderingPlanning`) or an :class:`~dlsched.scheduler.allocation.AllocationScheduler`
   over an allocation adapter (elastic policies,
-  :class:`~dlsched.service.elastic_planning.ElasticPlanning`);
+  :class:`~dlsched.service.control.elastic_planning.ElasticPlanning`);
 - whether a job its plan stopped stays its own while it stops (``keeps_stopping``): an
   allocation policy's answer covers every job it was given, so a job it resized or left out
   stays in its scheduler, still holding its GPUs, until its process is gone and it waits again
@@ -19,8 +19,7 @@ store, tells a scheduler of every change through its ``on_*`` notifications, ask
 - which submissions it takes, how it ranks waiting jobs for the API, what a start of one of its
   jobs records before the attempt is marked started, and the batch its launches run with.
 
-A planning reads the controller's active jobs through a :class:`JobBoard`, never its fields.
-"""
+A planning reads the controller's active jobs through a :class:`JobBoard`, never its fields."""
 
 from __future__ import annotations
 
@@ -37,8 +36,8 @@ from dlsched.scheduler.allocation import AnyScheduler
 from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import Start
 from dlsched.scheduler.view import JobView
-from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.records import JobRow
+from dlsched.service.control.elastic_book import ElasticSpec
+from dlsched.service.store.records import JobRow
 
 
 class JobBoard(Protocol):

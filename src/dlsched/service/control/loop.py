@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 
-from dlsched.service.controller import Controller
+from dlsched.service.control.controller import Controller
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 """Which policy a service runs, and its controller: one
-:class:`~dlsched.service.controller.Controller` for every policy, planning with an ordering
-policy's scheduler and placer or an elastic policy's rounds (:mod:`dlsched.service.planning`).
+:class:`~dlsched.service.control.controller.Controller` for every policy, planning with an ordering
+policy's scheduler and placer or an elastic policy's rounds
+(:mod:`dlsched.service.control.planning`).
 
 A ``--policy`` name resolves to an elastic policy when it is written ``elastic:NAME`` or when
 only the elastic registry has it (``ones``, ``pollux``, ``optimus``, ``gavel``, ``themis``);
@@ -18,13 +19,13 @@ from dlsched.elastic.policy import ElasticPolicy
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
 from dlsched.policy.base import Policy
 from dlsched.policy.registry import create_policy, policies
-from dlsched.service.controller import (
+from dlsched.service.control.controller import (
     DEFAULT_GRACE_S,
     DEFAULT_LEASE_S,
     DEFAULT_PLACEMENT,
     Controller,
 )
-from dlsched.service.store import Store
+from dlsched.service.store.database import Store
 
 ELASTIC_PREFIX = "elastic:"
 

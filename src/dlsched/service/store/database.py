@@ -1,6 +1,6 @@
 """The durable job store: one SQLite file in WAL mode, or a PostgreSQL database.
 
-Contracts (both databases; :mod:`dlsched.service.store_dialect` holds what differs):
+Contracts (both databases; :mod:`dlsched.service.store.dialect` holds what differs):
 - Every job state change is one transaction that also appends an event to the job's log, and
   each transition is a conditional update on the state (and attempt) it starts from, so a
   transition applied twice (e.g. by a driver that restarted, or by two services sharing one
@@ -39,7 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dlsched.service.records import (
+from dlsched.service.store.dialect import Dialect, StoreError, StoreFullError, open_dialect
+from dlsched.service.store.records import (
     ACTIVE,
     CANCELLED,
     COMPLETED,
@@ -55,8 +56,7 @@ from dlsched.service.records import (
     NewJob,
     held_gpus,
 )
-from dlsched.service.store_dialect import Dialect, StoreError, StoreFullError, open_dialect
-from dlsched.service.store_url import StoreTarget, parse_store_url
+from dlsched.service.store.url import StoreTarget, parse_store_url
 
 __all__ = ["SCHEMA_VERSION", "Store", "StoreError", "StoreFullError"]
 
@@ -111,7 +111,7 @@ _TABLES = (
     "CREATE INDEX IF NOT EXISTS events_job ON events (job)",
     "CREATE TABLE IF NOT EXISTS services "
     "(id TEXT PRIMARY KEY, heartbeat {real} NOT NULL, lease_s {real} NOT NULL)",
-    # The elastic policies' side tables (dlsched.service.elastic_book).
+    # The elastic policies' side tables (dlsched.service.control.elastic_book).
     """CREATE TABLE IF NOT EXISTS elastic_jobs (
     seq BIGINT PRIMARY KEY,
     application TEXT NOT NULL,
@@ -173,8 +173,8 @@ def _row(r: tuple[Any, ...]) -> JobRow:
 
 class Store:
     """The job store ``db`` names: a SQLite file path, ``sqlite:///PATH`` or
-    ``postgresql://USER:PASSWORD@HOST:PORT/DBNAME`` (see :mod:`dlsched.service.store_url`;
-    a bad value raises :class:`~dlsched.service.store_url.StoreUrlError`, a ``ValueError``).
+    ``postgresql://USER:PASSWORD@HOST:PORT/DBNAME`` (see :mod:`dlsched.service.store.url`;
+    a bad value raises :class:`~dlsched.service.store.url.StoreUrlError`, a ``ValueError``).
     The tables are created if missing. See the module docstring for the guarantees."""
 
     def __init__(self, db: str | Path | StoreTarget) -> None:

@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 
 from dlsched.perf.perfbook import check_application
-from dlsched.service.store import Store
+from dlsched.service.store.database import Store
 
 
 @dataclass(frozen=True, slots=True)

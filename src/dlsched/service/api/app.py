@@ -4,7 +4,7 @@ Endpoints (JSON; OpenAPI at ``/openapi.json``, rendered offline at ``/docs/``):
 ``GET /jobs?state=&user=``, ``GET /jobs/{id}``, ``GET /jobs/{id}/events``, ``POST /jobs`` (201),
 ``DELETE /jobs/{id}`` (202; 409 if already finished), ``GET /cluster``, ``GET /metrics``; every
 ``GET`` answers ``HEAD`` too.
-Mutations need ``Authorization: Bearer <token>`` (see :mod:`dlsched.service.guard`); a bad body
+Mutations need ``Authorization: Bearer <token>`` (see :mod:`dlsched.service.api.guard`); a bad body
 is a 422 whose ``detail`` names each bad field; a job that could never fit the cluster is a 422
 saying why, and nothing is stored. A job id is ``j`` and its number in ASCII digits (no leading
 zero); anything else is 404. When the store cannot take a write the answer is 507 (its disk is
@@ -24,11 +24,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from dlsched.service.controller import Controller
-from dlsched.service.guard import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, Guard
-from dlsched.service.models import NAME_PATTERN, JobSubmission
-from dlsched.service.records import FINAL, HOLDING, PENDING, STATES, JobRow, seq_of
-from dlsched.service.store import Store, StoreError, StoreFullError
+from dlsched.service.api.guard import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, Guard
+from dlsched.service.api.models import NAME_PATTERN, JobSubmission
+from dlsched.service.control.controller import Controller
+from dlsched.service.store.database import Store, StoreError, StoreFullError
+from dlsched.service.store.records import FINAL, HOLDING, PENDING, STATES, JobRow, seq_of
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
 

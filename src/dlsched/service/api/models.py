@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from dlsched.service.elastic_book import ElasticSpec
-from dlsched.service.records import NewJob
+from dlsched.service.control.elastic_book import ElasticSpec
+from dlsched.service.store.records import NewJob
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$"
 MAX_COMMAND_ARGS = 256

@@ -10,7 +10,8 @@ resizes that the controller applies as it applies every plan.
 Rounds. The adapter asks the policy every ``interval_s`` seconds, and at once when a job arrived
 or left or a node went down or came back since the last round. In a round every active job
 (pending, running, or stopped by its plan and still stopping; not one being cancelled) is shown
-to the policy through the :class:`~dlsched.service.elastic_driver.ElasticDriver` with its latest
+to the policy through the :class:`~dlsched.service.control.elastic_driver.ElasticDriver` with its
+latest
 report, and the policy is told (:func:`~dlsched.elastic.round.decide_round`) what it may use: a
 node the back end reports down has 0 GPUs, any other its free GPUs plus those its own jobs hold,
 and every node keeps its size. The answer is validated against that view and cut to each job's
@@ -23,7 +24,8 @@ started once at the size decided, and a waiting job takes GPUs as they become fr
 Configurations. The training workload has no gradient accumulation, so a policy's
 ``local_bsz`` × (``accum_steps`` + 1) is the per-GPU batch its job takes in one step: the wanted
 configuration is ``BatchSetting(per-GPU batch)``, and a running job's is the batch recorded for
-its attempt (:class:`~dlsched.service.elastic_book.ElasticBook`), written before the attempt is
+its attempt (:class:`~dlsched.service.control.elastic_book.ElasticBook`), written before the
+attempt is
 marked started (:meth:`ElasticPlanning.starting`). A change of batch alone is not applied (it
 would cost a restart: the controller skips a resize to the GPUs a job already holds).
 
@@ -48,11 +50,16 @@ from dlsched.policy.base import Key
 from dlsched.scheduler.allocation import AllocationAdapter, AllocationScheduler, Want, gpu_ids_for
 from dlsched.scheduler.plan import JobConfig, Start
 from dlsched.scheduler.view import JobView
-from dlsched.service.elastic_book import AttemptSize, ElasticBook, ElasticSpec
-from dlsched.service.elastic_driver import ElasticDriver, LiveElasticJob, per_gpu_batch, run_history
-from dlsched.service.planning import JobBoard, Planning
-from dlsched.service.records import COMPLETED, RUNNING, JobRow
-from dlsched.service.store import Store
+from dlsched.service.control.elastic_book import AttemptSize, ElasticBook, ElasticSpec
+from dlsched.service.control.elastic_driver import (
+    ElasticDriver,
+    LiveElasticJob,
+    per_gpu_batch,
+    run_history,
+)
+from dlsched.service.control.planning import JobBoard, Planning
+from dlsched.service.store.database import Store
+from dlsched.service.store.records import COMPLETED, RUNNING, JobRow
 
 log = logging.getLogger(__name__)
 
