@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces"
+"""The public traces beside the checkout (``--traces`` elsewhere)."""
 
 RIGID = """
 import json, sys, time
@@ -65,9 +66,9 @@ print(json.dumps({"cpu_s": time.process_time() - t, "avg_jct_s": summary["avg_jc
 """
 
 
-def cases(skip_million: bool) -> list[tuple[str, str, list[str]]]:
-    philly = str(SHARED / "philly" / "philly_jobs.csv")
-    workload = str(SHARED / "pollux-workloads" / "workloads" / "workload-6.csv")
+def cases(skip_million: bool, traces: Path) -> list[tuple[str, str, list[str]]]:
+    philly = str(traces / "philly" / "philly_jobs.csv")
+    workload = str(traces / "pollux-workloads" / "workloads" / "workload-6.csv")
     out = [
         ("Philly, all jobs: fifo", RIGID, ["philly", "fifo", philly]),
         ("Philly, all jobs: tiresias", RIGID, ["philly", "tiresias", philly]),
@@ -87,8 +88,10 @@ def cases(skip_million: bool) -> list[tuple[str, str, list[str]]]:
 def run(src: Path, code: str, args: list[str]) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(src))
     done = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True
     )
+    if done.returncode:
+        raise SystemExit(f"{src}: {' '.join(args)} failed:\n{done.stderr}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -98,11 +101,12 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, required=True, help="src/ of the other checkout")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-million", action="store_true")
+    parser.add_argument("--traces", type=Path, default=SHARED, help="the public traces")
     args = parser.parse_args()
     ours = ROOT / "src"
     print("| case | baseline CPU s | this CPU s | ratio | avg JCT baseline / this |")
     print("|---|---|---|---|---|")
-    for name, code, cargs in cases(args.skip_million):
+    for name, code, cargs in cases(args.skip_million, args.traces):
         base: list[float] = []
         this: list[float] = []
         jct: dict[str, float] = {}
