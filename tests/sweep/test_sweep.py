@@ -18,6 +18,7 @@ from dlsched.sweep.grid import Cell, Grid, GridError, load_grid
 from dlsched.sweep.report import jain_index, mean_ci
 from dlsched.sweep.run import run_sweep
 from dlsched.testing.ray_cluster import have_ray_and_namespaces, run_with_ray_cluster
+from dlsched.trace.bundled import bundled_trace_path
 from dlsched.trace.io import write_parquet
 from dlsched.trace.synth.philly_like import synthetic_trace
 
@@ -129,6 +130,24 @@ def test_parallel_sweep_equals_serial_and_resumes(tmp_path: Path, small_trace: s
     wider = grid_of(small_trace, seeds=(0, 1, 2))
     extended = run_sweep(wider, out, workers=2)
     assert len(extended.ran) == 2 and len(rows(out)) == 6
+
+
+def test_a_sweep_runs_elastic_policies_on_an_elastic_workload(tmp_path: Path) -> None:
+    # Elastic jobs run on the one simulator, so a sweep covers their policies like any other.
+    lines = bundled_trace_path("pollux_workload-6").read_text().splitlines()[:21]
+    trace = tmp_path / "elastic.csv"
+    trace.write_text("\n".join(lines) + "\n")
+    grid = Grid(
+        traces=(str(trace),),
+        clusters=("pollux",),
+        policies=("pollux", "tiresias"),
+        placements=("consolidate",),
+        seeds=(0,),
+    )
+    run_sweep(grid, tmp_path / "out", workers=1)
+    results = rows(tmp_path / "out")
+    assert {r["policy"] for r in results} == {"pollux", "tiresias"}
+    assert all(r["jobs"] == "20" for r in results)
 
 
 def test_sweep_refuses_foreign_directories(tmp_path: Path, small_trace: str) -> None:

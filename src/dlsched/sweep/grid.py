@@ -28,6 +28,7 @@ from typing import Any
 from dlsched.policy.registry import policies
 from dlsched.runner import Experiment, Selection
 from dlsched.sim.config import SimConfig
+from dlsched.sim.groups import policy_catalog
 
 GRID_KEYS = {
     "traces",
@@ -90,13 +91,14 @@ class Grid:
             if len(set(values)) != len(values):
                 raise GridError(f"grid field {name!r} lists a value twice: {list(values)}")
         known = policies()
+        every = {name for name, _, _ in policy_catalog()}
         for policy in self.policies:
-            if policy not in known:
+            if policy not in every:
                 raise GridError(
                     f"grid field 'policies': unknown policy {policy!r}; "
-                    f"available: {', '.join(sorted(known))}"
+                    f"available: {', '.join(sorted(every))}"
                 )
-            if known[policy].needs_estimate and self.estimator is None:
+            if policy in known and known[policy].needs_estimate and self.estimator is None:
                 raise GridError(
                     f"grid field 'estimator': policy {policy!r} needs a duration estimator"
                 )
@@ -113,7 +115,8 @@ class Grid:
 
     def experiment(self, cell: Cell) -> Experiment:
         """The experiment one cell runs."""
-        estimator = self.estimator if policies()[cell.policy].needs_estimate else None
+        ordering = policies().get(cell.policy)
+        estimator = self.estimator if ordering is not None and ordering.needs_estimate else None
         config = SimConfig(
             policy=cell.policy, placement=cell.placement, seed=cell.seed, estimator=estimator
         )
