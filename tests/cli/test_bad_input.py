@@ -273,6 +273,31 @@ def test_policy_options_are_checked(tmp_path: Path) -> None:
     assert not any((tmp_path / name).exists() for name in "abcd")
 
 
+@pytest.mark.parametrize(
+    ("policy", "extra", "message"),
+    [
+        ("pollux", ("--backfill",), "--backfill does not apply to policy 'pollux'"),
+        ("fifo", ("--estimator", "history"), "--estimator history: no policy of this run"),
+        ("fifo", ("--wake-latency", "10"), "--wake-latency: needs --power-manager"),
+        ("fifo", ("--power-opt", "buffer=1"), "--power-opt: needs --power-manager"),
+        ("pollux", ("--placement", "pack"), "--placement pack: policy pollux places its jobs"),
+    ],
+)
+def test_options_a_run_cannot_honour_are_refused(
+    tmp_path: Path, policy: str, extra: tuple[str, ...], message: str
+) -> None:
+    trace = bundled_trace_path("pollux_workload-6" if policy == "pollux" else "vc_0e4a51")
+    cluster = "pollux" if policy == "pollux" else "32x8"
+    result = invoke(
+        "simulate", "--trace", trace, "--cluster", cluster, "--policy", policy, *extra,
+        "--out", tmp_path / "run",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "run").exists()
+
+
 # ---- compare -----------------------------------------------------------------------------
 
 

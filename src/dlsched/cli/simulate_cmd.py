@@ -24,6 +24,7 @@ from dlsched.policy.registry import policies
 from dlsched.presets import get_preset
 from dlsched.runner import Experiment, Selection, check_extras, run_experiment
 from dlsched.sim.config import CheckpointConfig, FaultConfig, PowerConfig, SimConfig
+from dlsched.sim.groups import policy_catalog
 
 BACKFILL_OPTION = "allow_backfill"
 POWER_KEYS = (
@@ -45,12 +46,36 @@ def check_backfill(policy: str) -> None:
     """``--backfill`` exists only for the non-preemptive policies; say so by name (the policy's
     own error would name an ``allow_backfill`` option the user never typed)."""
     found = policies()
-    if policy not in found or _backfills(found[policy]):
+    if policy in found and _backfills(found[policy]):
+        return
+    if policy not in found and policy not in {name for name, _, _ in policy_catalog()}:
         return  # an unknown name is reported, with the valid ones, when the policy is built
     able = sorted(name for name, cls in found.items() if _backfills(cls))
     raise ValueError(
         f"--backfill does not apply to policy {policy!r}; policies that backfill: {', '.join(able)}"
     )
+
+
+def check_power_options(
+    manager: str | None, options: list[str] | None, wake_latency: float, baseline: bool
+) -> None:
+    """The power options need ``--power-manager``: without one every node is always on, so
+    they would change nothing (refused, naming the option, rather than ignored)."""
+    if manager is not None:
+        return
+    given = [
+        flag
+        for flag, used in (
+            ("--power-opt", bool(options)),
+            ("--wake-latency", wake_latency != PowerConfig.wake_latency_s),
+            ("--no-power-baseline", not baseline),
+        )
+        if used
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)}: needs --power-manager (without one every node stays on)"
+        )
 
 
 def simulate(
@@ -153,6 +178,7 @@ def simulate(
         if backfill:
             check_backfill(policy)
             options[BACKFILL_OPTION] = "true"
+        check_power_options(power_manager, power_opt, wake_latency, power_baseline)
         config = SimConfig(
             policy=policy,
             policy_options=options,

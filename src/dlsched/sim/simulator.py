@@ -159,13 +159,21 @@ class Simulator:
         self.estimator = estimator
         if self.estimator is None and config.estimator is not None:
             self.estimator = create_estimator(config.estimator, config.seed)
+        needing = []
         for g in self.groups:
             pol = getattr(g.scheduler, "policy", None)
-            if pol is not None and pol.needs_estimate and self.estimator is None:
-                raise ValueError(
-                    f"policy {g.policy!r} needs a duration estimator (--estimator); "
-                    f"available: {', '.join(sorted(estimators()))}"
-                )
+            if pol is not None and pol.needs_estimate:
+                needing.append(g.policy)
+                if self.estimator is None:
+                    raise ValueError(
+                        f"policy {g.policy!r} needs a duration estimator (--estimator); "
+                        f"available: {', '.join(sorted(estimators()))}"
+                    )
+        if config.estimator is not None and not needing:
+            raise ValueError(
+                f"--estimator {config.estimator}: no policy of this run ranks jobs by an "
+                "estimated duration (qssf does); drop --estimator"
+            )
         self.engine = Engine()
         power = config.power
         manager = (
