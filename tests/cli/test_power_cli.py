@@ -67,7 +67,12 @@ def test_bad_power_options_are_named(tmp_path: Path) -> None:
         ): "--power-opt gives 'idle_timeout_s' twice",
         ("--power-manager", "reactive", "--power-opt", "idle_timeout_s=soon"): "idle_timeout_s",
         ("--power-manager", "ces", "--power-opt", "forecaster=oracle"): "unknown forecaster",
-        ("--wake-latency", "-5"): "wake_latency_s must be finite and >= 0",
+        (
+            "--power-manager",
+            "reactive",
+            "--wake-latency",
+            "-5",
+        ): "wake_latency_s must be finite and >= 0",
     }
     for k, (args, message) in enumerate(cases.items()):
         out = tmp_path / f"run{k}"
