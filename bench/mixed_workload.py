@@ -64,19 +64,21 @@ def main() -> None:
     cluster = resolve_cluster("pollux")
     print(
         "| policies | rigid JCT (s) | elastic JCT (s) | PS JCT (s) | all (s) | GPU util | "
-        "energy (kWh) | preemptions | set aside | wall (s) |"
+        "energy (kWh) | preemptions | failures | set aside | wall (s) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for policy, kinds in POLICY_SETS:
-        config = SimConfig(policy=policy, kind_policies=kinds, use_partitions=False)
-        if args.faults:
-            config = SimConfig(
-                policy=policy,
-                kind_policies=kinds,
-                use_partitions=False,
-                faults=FaultConfig(mtbf_s=86_400.0),
-                power=PowerConfig(manager="reactive", compare_baseline=False),
-            )
+        config = SimConfig(
+            policy=policy,
+            kind_policies=kinds,
+            use_partitions=False,
+            faults=FaultConfig(mtbf_s=86_400.0) if args.faults else FaultConfig(),
+            power=(
+                PowerConfig(manager="reactive", compare_baseline=False)
+                if args.faults
+                else PowerConfig()
+            ),
+        )
         started = time.perf_counter()
         result = simulate(trace, cluster, config)
         s = result.summary
@@ -85,7 +87,8 @@ def main() -> None:
             f"| {names} | {mean_jct(result.jobs, 'rigid:'):,.0f} | "
             f"{mean_jct(result.jobs, 'elastic:'):,.0f} | {mean_jct(result.jobs, 'ps:'):,.0f} | "
             f"{s['avg_jct_s']:,.0f} | {s['gpu_utilization']:.3f} | {s['energy_kwh']:,.0f} | "
-            f"{s['preemptions']} | {s['jobs_set_aside']} | {time.perf_counter() - started:.0f} |",
+            f"{s['preemptions']} | {s['failures'] if s['failures'] is not None else '–'} | "
+            f"{s['jobs_set_aside']} | {time.perf_counter() - started:.0f} |",
             flush=True,
         )
 
