@@ -1,0 +1,81 @@
+"""A serving deployment: identical replicas behind a router, simulated over a request trace.
+
+Routers decide from arrivals alone, so each replica is simulated on its own share of the
+trace: ``round-robin`` deals requests in arrival order; ``random`` draws each request's
+replica uniformly with a seed. Routers that look at replica state (least outstanding tokens,
+KV-aware) are not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlsched.serving.config import ReplicaConfig
+from dlsched.serving.log import ServingLog
+from dlsched.serving.perf.model import IterationModel
+from dlsched.serving.replica import ReplicaSamples, simulate_replica
+from dlsched.serving.requests import RequestTrace
+
+ROUTERS = ("round-robin", "random")
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    """The trace served, the log of every request, the replicas' sampled state, the most KV
+    blocks each replica used at once and the blocks each still held at the end."""
+
+    trace: RequestTrace
+    config: ReplicaConfig
+    replicas: int
+    log: ServingLog
+    samples: ReplicaSamples
+    peak_blocks: tuple[int, ...]
+    final_blocks: tuple[int, ...]
+
+
+def assign_replicas(n: int, replicas: int, router: str, seed: int = 0) -> np.ndarray:
+    """The replica of each of ``n`` requests (in arrival order) under ``router``."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be at least 1, got {replicas}")
+    if router == "round-robin":
+        return np.arange(n) % replicas
+    if router == "random":
+        return np.random.default_rng(seed).integers(0, replicas, size=n)
+    raise ValueError(f"unknown router {router!r}; expected one of {ROUTERS}")
+
+
+def simulate_serving(
+    trace: RequestTrace,
+    model: IterationModel,
+    config: ReplicaConfig,
+    replicas: int = 1,
+    router: str = "round-robin",
+    seed: int = 0,
+    sample_every: float = 1.0,
+) -> ServingRun:
+    """Serve ``trace`` on ``replicas`` replicas of ``config`` whose iterations take what
+    ``model`` says. Deterministic for a given seed."""
+    times, prompts, outputs = trace.arrays()
+    arrivals = times.tolist()
+    prompt_list, output_list = prompts.tolist(), outputs.tolist()
+    owner = assign_replicas(len(trace), replicas, router, seed)
+    log = ServingLog(len(trace))
+    samples = ReplicaSamples(every=sample_every)
+    blocks = [
+        simulate_replica(
+            r,
+            np.flatnonzero(owner == r).tolist(),
+            arrivals,
+            prompt_list,
+            output_list,
+            config,
+            model,
+            log,
+            samples,
+        )
+        for r in range(replicas)
+    ]
+    peaks, finals = zip(*blocks, strict=True) if blocks else ((), ())
+    return ServingRun(trace, config, replicas, log, samples, tuple(peaks), tuple(finals))
