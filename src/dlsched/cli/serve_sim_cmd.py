@@ -1,0 +1,145 @@
+"""``dlsched serve-sim``: simulate LLM inference replicas serving a request trace."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
+from dlsched.cli.options import ForceOpt
+from dlsched.metrics.rundir import RUN_DIR
+from dlsched.serving.arrivals import scale_rate
+from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
+from dlsched.serving.cluster import ROUTERS, simulate_serving
+from dlsched.serving.config import SCHEDULERS, ReplicaConfig
+from dlsched.serving.hardware import KV_BLOCK_TOKENS, gpu_spec, kv_capacity_tokens, model_shape
+from dlsched.serving.metrics import Slo
+from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
+from dlsched.serving.readers.read import read_requests
+from dlsched.serving.rundir import write_serving_run
+
+# Scheduler options that only one scheduler reads: given to another, they are refused.
+ONLY_FOR = {
+    "--max-batch": ("static",),
+    "--max-batched-tokens": ("continuous",),
+    "--chunk-tokens": ("chunked",),
+    "--max-seqs": ("continuous", "chunked"),
+}
+
+
+def serve_sim(
+    requests: Annotated[
+        str,
+        typer.Argument(
+            help="Request trace file (Azure LLM, BurstGPT, Mooncake .jsonl, dlsched request "
+            f"CSV) or a bundled one: {', '.join(BUNDLED_REQUESTS)}.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Run directory to write.")],
+    format: Annotated[
+        str | None, typer.Option("--format", help="Trace format (default: detected).")
+    ] = None,
+    skip_bad_rows: Annotated[
+        bool, typer.Option(help="Drop rejected rows (counted) instead of stopping.")
+    ] = False,
+    model: Annotated[str, typer.Option(help="llama2-70b or bloom-176b.")] = "llama2-70b",
+    gpu: Annotated[str, typer.Option(help="a100-80gb, h100-80gb or h100-80gb-pcap.")] = "a100-80gb",
+    tp: Annotated[int, typer.Option(help="Tensor-parallel GPUs per replica.")] = 8,
+    perf_model: Annotated[
+        str,
+        typer.Option(
+            help=f"{PERF_MODELS[0]} (to the bundled measurements of this model, GPU and TP) or "
+            f"{PERF_MODELS[1]}."
+        ),
+    ] = "fitted",
+    scheduler: Annotated[str, typer.Option(help=", ".join(SCHEDULERS) + ".")] = "continuous",
+    replicas: Annotated[int, typer.Option(help="Replicas behind the router.")] = 1,
+    router: Annotated[str, typer.Option(help=", ".join(ROUTERS) + ".")] = "round-robin",
+    load_scale: Annotated[
+        float, typer.Option(help="Arrivals L times faster than the trace's.")
+    ] = 1.0,
+    max_seqs: Annotated[
+        int | None, typer.Option(help="Requests a replica holds at once (default 256).")
+    ] = None,
+    max_batched_tokens: Annotated[
+        int | None,
+        typer.Option(help="continuous: prompt tokens per prefill iteration (default 8192)."),
+    ] = None,
+    chunk_tokens: Annotated[
+        int | None, typer.Option(help="chunked: token budget per iteration (default 512).")
+    ] = None,
+    max_batch: Annotated[
+        int | None, typer.Option(help="static: requests per batch (default 16).")
+    ] = None,
+    memory_fraction: Annotated[
+        float, typer.Option(help="Fraction of GPU memory for weights and KV cache.")
+    ] = 0.9,
+    slo_ttft: Annotated[float, typer.Option(help="TTFT objective, seconds.")] = 2.0,
+    slo_tbt: Annotated[float, typer.Option(help="Mean time-between-tokens objective, s.")] = 0.2,
+    seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    force: ForceOpt = False,
+) -> None:
+    """Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching
+    over paged KV memory) and write requests, replica timeline, config and summary to OUT."""
+    with user_errors(BAD_ROWS_HINT):
+        RUN_DIR.check(out, force)
+        given = {
+            "--max-batch": max_batch,
+            "--max-batched-tokens": max_batched_tokens,
+            "--chunk-tokens": chunk_tokens,
+            "--max-seqs": max_seqs,
+        }
+        for flag, value in given.items():
+            if value is not None and scheduler not in ONLY_FOR[flag]:
+                raise ValueError(
+                    f"{flag} does not apply to scheduler {scheduler!r} (only to "
+                    f"{', '.join(ONLY_FOR[flag])})"
+                )
+        path = bundled_requests_path(requests) if requests in BUNDLED_REQUESTS else requests
+        read = read_requests(path, format, skip_bad_rows)
+        trace = read.trace if load_scale == 1.0 else scale_rate(read.trace, load_scale)
+        if not len(trace):
+            raise ValueError(f"{path}: no request to serve")
+        iteration_model = deployment_model(model, gpu, tp, perf_model)
+        capacity = kv_capacity_tokens(model_shape(model), gpu_spec(gpu), tp, memory_fraction)
+        limits = {
+            "max_seqs": max_seqs,
+            "max_batched_tokens": max_batched_tokens,
+            "chunk_tokens": chunk_tokens,
+            "max_batch": max_batch,
+        }
+        config = ReplicaConfig(
+            scheduler,
+            kv_blocks=capacity // KV_BLOCK_TOKENS,
+            **{k: v for k, v in limits.items() if v is not None},
+        )
+        slo = Slo(slo_ttft, slo_tbt)
+        run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
+        recorded = {
+            "kind": "serving",
+            "requests": str(path),
+            "format": read.format,
+            "rows_rejected": len(read.errors),
+            "model": model,
+            "gpu": gpu,
+            "tp": tp,
+            "perf_model": perf_model,
+            "replicas": replicas,
+            "router": router,
+            "load_scale": load_scale,
+            "seed": seed,
+            "replica": dataclasses.asdict(config),
+        }
+        summary = write_serving_run(out, run, slo, recorded, force)
+    typer.echo(json.dumps(_headline(summary), indent=2))
+    typer.echo(f"wrote {out}")
+
+
+def _headline(summary: dict[str, object]) -> dict[str, object]:
+    keys = ("requests", "served", "rejected", "preemptions", "ttft_s", "tbt_s", "e2e_s")
+    return {k: summary[k] for k in (*keys, "slo_attainment", "goodput_rps")}

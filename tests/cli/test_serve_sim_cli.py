@@ -1,0 +1,74 @@
+"""``dlsched serve-sim``: a run directory from a bundled trace, and bad input refused with exit
+2 and one line naming the problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from typer.testing import CliRunner, Result
+
+from dlsched.cli.main import app
+from dlsched.metrics.rundir import RUN_FILES
+
+
+def invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, ["serve-sim", *[str(a) for a in args]])
+
+
+def test_bundled_trace_writes_a_serving_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = invoke("azure_code_3000", "--out", out, "--replicas", "2", "--scheduler", "chunked")
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} == set(RUN_FILES)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kind"] == "serving"
+    assert summary["requests"] == summary["served"] == 3000
+    assert summary["energy_j"] is None and summary["gpu_utilization"] is None
+    assert 0 <= summary["slo_attainment"] <= 1
+    assert summary["ttft_s"]["p50"] <= summary["ttft_s"]["p99"]
+    requests = pq.read_table(out / "jobs.parquet")
+    assert requests.num_rows == 3000
+    assert set(requests.column("replica").to_pylist()) == {0, 1}
+    config = json.loads((out / "config.json").read_text())
+    assert config["replica"]["scheduler"] == "chunked" and config["tp"] == 8
+    assert pq.read_table(out / "timeline.parquet").num_rows > 0
+
+
+def test_options_a_run_cannot_honour_are_refused(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cases = [
+        (["--max-batch", "8"], "--max-batch does not apply to scheduler 'continuous'"),
+        (["--scheduler", "static", "--chunk-tokens", "64"], "--chunk-tokens does not apply"),
+        (["--tp", "1"], "no measurements of llama2-70b on 1 x a100-80gb"),
+        (["--gpu", "v100"], "unknown GPU 'v100'"),
+        (["--scheduler", "fcfs"], "unknown scheduler 'fcfs'"),
+        (["--router", "least-loaded"], "unknown router 'least-loaded'"),
+    ]
+    for extra, message in cases:
+        result = invoke("azure_code_3000", "--out", out, *extra)
+        assert result.exit_code == 2, (extra, result.output)
+        assert message in result.output
+        assert "Traceback" not in result.output
+        assert not out.exists()
+
+
+def test_bad_rows_name_file_and_line_and_nothing_is_written(tmp_path: Path) -> None:
+    trace = tmp_path / "r.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00.5,10,x\n")
+    out = tmp_path / "run"
+    result = invoke(trace, "--out", out)
+    assert result.exit_code == 2
+    assert f"{trace}:2: GeneratedTokens" in result.output
+    assert "--skip-bad-rows" in result.output
+    assert not out.exists()
+
+
+def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "keep.txt").write_text("mine")
+    result = invoke("azure_code_3000", "--out", notes, "--force")
+    assert result.exit_code == 2
+    assert (notes / "keep.txt").read_text() == "mine"
