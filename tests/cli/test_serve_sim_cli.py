@@ -72,3 +72,27 @@ def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
     result = invoke("azure_code_3000", "--out", notes, "--force")
     assert result.exit_code == 2
     assert (notes / "keep.txt").read_text() == "mine"
+
+
+def test_compare_shows_serving_figures_and_refuses_mixing_kinds(tmp_path: Path) -> None:
+    plain, chunked = tmp_path / "plain", tmp_path / "chunked"
+    assert invoke("azure_conv_5000", "--out", plain, "--replicas", "2").exit_code == 0
+    assert (
+        invoke(
+            "azure_conv_5000", "--out", chunked, "--replicas", "2", "--scheduler", "chunked"
+        ).exit_code
+        == 0
+    )
+    result = CliRunner().invoke(app, ["compare", str(plain), str(chunked)])
+    assert result.exit_code == 0, result.output
+    for title in ("TTFT p99 (s)", "TBT p99 (s)", "SLO attainment", "goodput", "requests"):
+        assert title in result.output
+    assert "avg JCT" not in result.output
+    p99 = [json.loads((r / "summary.json").read_text())["tbt_s"]["p99"] for r in (plain, chunked)]
+    assert f"({p99[1] / p99[0]:.2f}x)" in result.output
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "summary.json").write_text('{"policy": "fifo", "jobs": 3, "avg_jct_s": 10.0}')
+    mixed = CliRunner().invoke(app, ["compare", str(jobs), str(plain)])
+    assert mixed.exit_code == 2
+    assert "cannot compare serving runs" in mixed.output

@@ -80,6 +80,8 @@ def serving_summary(run: ServingRun, slo: Slo) -> dict[str, Any]:
     gaps = run.log.gap_percentiles(PERCENTILES)
     return {
         "kind": "serving",
+        "scheduler": run.config.scheduler,
+        "replicas": run.replicas,
         "requests": n,
         "served": int(served.sum()),
         "rejected": int(np.sum(run.log.rejected)),
