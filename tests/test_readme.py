@@ -71,6 +71,7 @@ SESSIONS = {
         slow=True,
     ),
     "mixed": Session(("Mixed workloads",), shared=True, slow=True),
+    "serving": Session(("LLM inference serving",)),
     "service": Session(
         ("The live service", "The training workload and the dashboard"),
         slow=True,
@@ -182,6 +183,7 @@ def _check_outputs(name: str, checkout: Path) -> None:
         ],
         "mixed": ["mixed.parquet", "runs/mixed/summary.json"],
         "elastic": ["runs/ones/summary.json"],
+        "serving": [f"runs/serve/{s}/summary.json" for s in ("continuous", "chunked", "static")],
     }
     missing = [p for p in expected.get(name, []) if not (checkout / p).is_file()]
     assert not missing, missing
