@@ -61,14 +61,25 @@ def simulate_replica(
     model: IterationModel,
     log: ServingLog,
     samples: ReplicaSamples,
+    prefilled: bool = False,
 ) -> tuple[int, int]:
     """Serve requests ``ids`` (indices into ``arrivals``/``prompts``/``outputs``, in arrival
     order) on replica ``index``, writing outcomes to ``log``. Returns the most KV blocks in
     use at once (never more than ``config.kv_blocks``) and the blocks still in use at the
-    end (0: every block taken was given back)."""
+    end (0: every block taken was given back).
+
+    ``prefilled``: a decode replica of a disaggregated deployment — every request arrives with
+    its prompt's KV cache and its first token (``log.first_token``) from a prefill replica,
+    so it joins the decodes once its blocks are free, without a prefill here (a request
+    preempted here is recomputed here). Only the ``continuous`` scheduler takes this."""
+    if prefilled and config.scheduler != "continuous":
+        raise ValueError(f"a decode replica runs the continuous scheduler, not {config.scheduler}")
     if config.scheduler == "static":
         return _static(index, ids, arrivals, prompts, outputs, config, model, log, samples)
-    return _iteration_level(index, ids, arrivals, prompts, outputs, config, model, log, samples)
+    transferred = set(ids) if prefilled else set()
+    return _iteration_level(
+        index, ids, arrivals, prompts, outputs, config, model, log, samples, transferred
+    )
 
 
 def _iteration_level(
@@ -81,6 +92,7 @@ def _iteration_level(
     model: IterationModel,
     log: ServingLog,
     samples: ReplicaSamples,
+    transferred: set[int],
 ) -> tuple[int, int]:
     chunked = config.scheduler == "chunked"
     bt = config.block_tokens
@@ -153,14 +165,20 @@ def _iteration_level(
             del admitted[i]
             used -= -(-context // bt)
             return
+        join(i, context, now)
+
+    def join(i: int, context: int, started: float) -> None:
+        """Request ``i``, holding ``context`` tokens of KV cache, joins the decodes; the token
+        its run began with came at ``started``."""
+        nonlocal sum_base, ndec
         b = context - step
         base[i] = b
         residue[b % bt] += 1
         sum_base += b
         ndec += 1
         joined_at[i] = step
-        run_start[i] = now
-        heapq.heappush(heap, (step + outputs[i] - got, i, epoch.get(i, 0)))
+        run_start[i] = started
+        heapq.heappush(heap, (step + outputs[i] - gen[i], i, epoch.get(i, 0)))
         joiners.append(i)
 
     while True:
@@ -189,15 +207,20 @@ def _iteration_level(
         if not chunked:
             while waiting and len(admitted) < max_seqs:
                 i = waiting[0]
-                context = prompts[i] + gen[i]
+                moved = i in transferred
+                context = prompts[i] if moved else prompts[i] + gen[i]
                 need = -(-context // bt)
-                if batch and prefill_tokens + context > max_tokens:
+                if batch and not moved and prefill_tokens + context > max_tokens:
                     break
                 if used + need > limit:
                     break
                 waiting.popleft()
                 admitted[i] = None
                 used += need
+                if moved:
+                    transferred.discard(i)
+                    join(i, context, first[i])
+                    continue
                 prefill_tokens += context
                 pairs += chunk_pairs(context, 0)
                 batch.append(i)
