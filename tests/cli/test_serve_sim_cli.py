@@ -96,3 +96,26 @@ def test_compare_shows_serving_figures_and_refuses_mixing_kinds(tmp_path: Path) 
     mixed = CliRunner().invoke(app, ["compare", str(jobs), str(plain)])
     assert mixed.exit_code == 2
     assert "cannot compare serving runs" in mixed.output
+
+
+def test_disaggregated_run_and_its_refusals(tmp_path: Path) -> None:
+    out = tmp_path / "split"
+    result = invoke("azure_code_3000", "--out", out, "--replicas", "3", "--prefill-replicas", "1")
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    assert config["prefill_replicas"] == 1 and config["link_gbps"] == 400.0
+    replicas = pq.read_table(out / "jobs.parquet").column("replica").to_pylist()
+    assert set(replicas) == {1, 2}  # requests end on the decode pool (outputs > 1 here)
+    bad = tmp_path / "bad"
+    cases = [
+        (["--replicas", "2", "--prefill-replicas", "2"], "must leave a decode replica"),
+        (["--replicas", "2", "--link-gbps", "100"], "--link-gbps needs --prefill-replicas"),
+        (
+            ["--replicas", "2", "--prefill-replicas", "1", "--scheduler", "chunked"],
+            "runs the continuous scheduler",
+        ),
+    ]
+    for extra, message in cases:
+        result = invoke("azure_code_3000", "--out", bad, *extra)
+        assert result.exit_code == 2 and message in result.output, result.output
+        assert not bad.exists()

@@ -16,12 +16,14 @@ from dlsched.serving.arrivals import scale_rate
 from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
 from dlsched.serving.cluster import ROUTERS, simulate_serving
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
+from dlsched.serving.disaggregated import Pool, simulate_disaggregated
 from dlsched.serving.hardware import KV_BLOCK_TOKENS, gpu_spec, kv_capacity_tokens, model_shape
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
 from dlsched.serving.readers.read import read_requests
 from dlsched.serving.rundir import write_serving_run
 
+DEFAULT_LINK_GBPS = 400.0  # one 400 Gbit/s NIC per replica: an assumption, not a measurement
 # Scheduler options that only one scheduler reads: given to another, they are refused.
 ONLY_FOR = {
     "--max-batch": ("static",),
@@ -81,6 +83,17 @@ def serve_sim(
     ] = 0.9,
     slo_ttft: Annotated[float, typer.Option(help="TTFT objective, seconds.")] = 2.0,
     slo_tbt: Annotated[float, typer.Option(help="Mean time-between-tokens objective, s.")] = 0.2,
+    prefill_replicas: Annotated[
+        int | None,
+        typer.Option(
+            help="Disaggregate: this many of --replicas only prefill, the rest only decode "
+            "(continuous scheduler, round robin in each pool)."
+        ),
+    ] = None,
+    link_gbps: Annotated[
+        float | None,
+        typer.Option(help="With --prefill-replicas: KV transfer link, Gbit/s (default 400)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     force: ForceOpt = False,
 ) -> None:
@@ -100,6 +113,7 @@ def serve_sim(
                     f"{flag} does not apply to scheduler {scheduler!r} (only to "
                     f"{', '.join(ONLY_FOR[flag])})"
                 )
+        _check_disaggregation(prefill_replicas, link_gbps, replicas, scheduler, router)
         path = bundled_requests_path(requests) if requests in BUNDLED_REQUESTS else requests
         read = read_requests(path, format, skip_bad_rows)
         trace = read.trace if load_scale == 1.0 else scale_rate(read.trace, load_scale)
@@ -119,7 +133,17 @@ def serve_sim(
             **{k: v for k, v in limits.items() if v is not None},
         )
         slo = Slo(slo_ttft, slo_tbt)
-        run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
+        link = (link_gbps or DEFAULT_LINK_GBPS) * 1e9 / 8
+        if prefill_replicas is None:
+            run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
+        else:
+            run = simulate_disaggregated(
+                trace,
+                Pool(iteration_model, config, prefill_replicas),
+                Pool(iteration_model, config, replicas - prefill_replicas),
+                model_shape(model).kv_bytes_per_token,
+                link,
+            )
         recorded = {
             "kind": "serving",
             "requests": str(path),
@@ -133,11 +157,34 @@ def serve_sim(
             "router": router,
             "load_scale": load_scale,
             "seed": seed,
+            "prefill_replicas": prefill_replicas,
+            "link_gbps": None if prefill_replicas is None else link * 8 / 1e9,
             "replica": dataclasses.asdict(config),
         }
         summary = write_serving_run(out, run, slo, recorded, force)
     typer.echo(json.dumps(_headline(summary), indent=2))
     typer.echo(f"wrote {out}")
+
+
+def _check_disaggregation(
+    prefill: int | None, link_gbps: float | None, replicas: int, scheduler: str, router: str
+) -> None:
+    """Refuse, naming the option, what a disaggregated run cannot honour."""
+    if prefill is None:
+        if link_gbps is not None:
+            raise ValueError("--link-gbps needs --prefill-replicas (no KV moves without it)")
+        return
+    if not 1 <= prefill < replicas:
+        raise ValueError(
+            f"--prefill-replicas must leave a decode replica: 1..{replicas - 1} of "
+            f"--replicas {replicas}, got {prefill}"
+        )
+    if scheduler != "continuous":
+        raise ValueError(f"--prefill-replicas runs the continuous scheduler, not {scheduler!r}")
+    if router != "round-robin":
+        raise ValueError(f"--prefill-replicas routes round robin in each pool, not {router!r}")
+    if link_gbps is not None and not link_gbps > 0:
+        raise ValueError(f"--link-gbps must be positive, got {link_gbps:g}")
 
 
 def _headline(summary: dict[str, object]) -> dict[str, object]:
