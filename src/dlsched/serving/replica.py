@@ -62,6 +62,7 @@ def simulate_replica(
     log: ServingLog,
     samples: ReplicaSamples,
     prefilled: bool = False,
+    start: float = 0.0,
 ) -> tuple[int, int]:
     """Serve requests ``ids`` (indices into ``arrivals``/``prompts``/``outputs``, in arrival
     order) on replica ``index``, writing outcomes to ``log``. Returns the most KV blocks in
@@ -71,14 +72,15 @@ def simulate_replica(
     ``prefilled``: a decode replica of a disaggregated deployment — every request arrives with
     its prompt's KV cache and its first token (``log.first_token``) from a prefill replica,
     so it joins the decodes once its blocks are free, without a prefill here (a request
-    preempted here is recomputed here). Only the ``continuous`` scheduler takes this."""
+    preempted here is recomputed here). Only the ``continuous`` scheduler takes this.
+    ``start``: when the replica is ready (requests that arrived earlier wait for it)."""
     if prefilled and config.scheduler != "continuous":
         raise ValueError(f"a decode replica runs the continuous scheduler, not {config.scheduler}")
     if config.scheduler == "static":
-        return _static(index, ids, arrivals, prompts, outputs, config, model, log, samples)
+        return _static(index, ids, arrivals, prompts, outputs, config, model, log, samples, start)
     transferred = set(ids) if prefilled else set()
     return _iteration_level(
-        index, ids, arrivals, prompts, outputs, config, model, log, samples, transferred
+        index, ids, arrivals, prompts, outputs, config, model, log, samples, transferred, start
     )
 
 
@@ -93,6 +95,7 @@ def _iteration_level(
     log: ServingLog,
     samples: ReplicaSamples,
     transferred: set[int],
+    start: float,
 ) -> tuple[int, int]:
     chunked = config.scheduler == "chunked"
     bt = config.block_tokens
@@ -121,8 +124,7 @@ def _iteration_level(
     used = peak = 0
     step = 0
     sum_base = ndec = 0
-    now = last_decode = 0.0
-    next_sample = 0.0
+    now = last_decode = next_sample = start
     n = len(ids)
     ptr = 0
 
@@ -312,15 +314,15 @@ def _static(
     model: IterationModel,
     log: ServingLog,
     samples: ReplicaSamples,
+    start: float,
 ) -> tuple[int, int]:
     """Request-level batching: when idle, take up to ``max_batch`` waiting requests (oldest
     first) whose padded batch fits in KV memory; prefill them padded to the longest prompt,
     decode padded to the longest output; every request completes with the batch."""
     bt, total = config.block_tokens, config.kv_blocks
     waiting: deque[int] = deque()
-    now = 0.0
+    now = next_sample = start
     peak = 0
-    next_sample = 0.0
     n, ptr = len(ids), 0
     while True:
         while ptr < n and arrivals[ids[ptr]] <= now:
@@ -362,11 +364,11 @@ def _static(
         for i in batch:
             log.last_token[i] = now
         for k in range(1, longest_output):
-            start = now
+            began = now
             now += model.iteration_time(0, 0.0, size, size * (longest_prompt + k - 1))
             log.iterations += 1
             emitting = [i for i in batch if outputs[i] > k]
-            log.gap(now - start, len(emitting))
+            log.gap(now - began, len(emitting))
             for i in emitting:
                 log.generated[i] += 1
                 log.last_token[i] = now
