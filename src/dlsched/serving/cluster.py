@@ -15,7 +15,7 @@ import numpy as np
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
 from dlsched.serving.perf.model import IterationModel
-from dlsched.serving.replica import ReplicaSamples, simulate_replica
+from dlsched.serving.replica import ReplicaSamples, RequestColumns, simulate_replica
 from dlsched.serving.requests import RequestTrace
 
 ROUTERS = ("round-robin", "random")
@@ -57,25 +57,34 @@ def simulate_serving(
 ) -> ServingRun:
     """Serve ``trace`` on ``replicas`` replicas of ``config`` whose iterations take what
     ``model`` says. Deterministic for a given seed."""
-    times, prompts, outputs = trace.arrays()
-    arrivals = times.tolist()
-    prompt_list, output_list = prompts.tolist(), outputs.tolist()
+    requests = request_columns(trace)
     owner = assign_replicas(len(trace), replicas, router, seed)
     log = ServingLog(len(trace))
     samples = ReplicaSamples(every=sample_every)
     blocks = [
         simulate_replica(
-            r,
-            np.flatnonzero(owner == r).tolist(),
-            arrivals,
-            prompt_list,
-            output_list,
-            config,
-            model,
-            log,
-            samples,
+            r, np.flatnonzero(owner == r).tolist(), requests, config, model, log, samples
         )
         for r in range(replicas)
     ]
-    peaks, finals = zip(*blocks, strict=True) if blocks else ((), ())
-    return ServingRun(trace, config, replicas, log, samples, tuple(peaks), tuple(finals))
+    return gather(trace, config, log, samples, blocks)
+
+
+def request_columns(trace: RequestTrace) -> RequestColumns:
+    """The columns of ``trace`` as the replica simulator reads them (plain lists: fast to
+    index one at a time)."""
+    times, prompts, outputs = trace.arrays()
+    return RequestColumns(times.tolist(), prompts.tolist(), outputs.tolist())
+
+
+def gather(
+    trace: RequestTrace,
+    config: ReplicaConfig,
+    log: ServingLog,
+    samples: ReplicaSamples,
+    blocks: list[tuple[int, int]],
+) -> ServingRun:
+    """The run of the replicas that returned ``blocks`` (peak and final KV blocks each)."""
+    peaks = tuple(peak for peak, _ in blocks)
+    finals = tuple(final for _, final in blocks)
+    return ServingRun(trace, config, len(blocks), log, samples, peaks, finals)

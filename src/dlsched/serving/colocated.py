@@ -24,7 +24,7 @@ from dlsched.cluster.spec import ClusterSpec
 from dlsched.policy.serving_first import SERVING_PREFIX
 from dlsched.serving.arrivals import Lengths, synthetic_requests
 from dlsched.serving.autoscale import Autoscaler, replica_jobs
-from dlsched.serving.cluster import ServingRun, simulate_serving
+from dlsched.serving.cluster import ServingRun, gather, request_columns, simulate_serving
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
 from dlsched.serving.metrics import Slo, serving_summary
@@ -107,30 +107,24 @@ def run_colocated(
         for s, e in zip(starts, ends, strict=True)
         if not math.isnan(s) and not math.isnan(e) and s + scaler.cold_start_s < e
     )
-    times, prompts, outputs = requests.arrays()
-    owners = _route(times, instances)
+    columns = request_columns(requests)
+    owners = _route(np.asarray(columns.arrivals), instances)
     log = ServingLog(len(requests))
     samples = ReplicaSamples()
-    blocks = []
-    arrivals, prompt_list, output_list = times.tolist(), prompts.tolist(), outputs.tolist()
-    for k, (ready, _) in enumerate(instances):
-        ids = np.flatnonzero(owners == k).tolist()
-        blocks.append(
-            simulate_replica(
-                k,
-                ids,
-                arrivals,
-                prompt_list,
-                output_list,
-                config,
-                model,
-                log,
-                samples,
-                start=ready,
-            )
+    blocks = [
+        simulate_replica(
+            k,
+            np.flatnonzero(owners == k).tolist(),
+            columns,
+            config,
+            model,
+            log,
+            samples,
+            start=ready,
         )
-    peaks, finals = zip(*blocks, strict=True) if blocks else ((), ())
-    run = ServingRun(requests, config, len(instances), log, samples, peaks, finals)
+        for k, (ready, _) in enumerate(instances)
+    ]
+    run = gather(requests, config, log, samples, blocks)
     return ColocatedRun(run, result, tuple(plan), tuple(instances))
 
 

@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
-from dlsched.serving.cluster import ServingRun, assign_replicas
+from dlsched.serving.cluster import ServingRun, assign_replicas, gather, request_columns
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
 from dlsched.serving.perf.model import IterationModel
-from dlsched.serving.replica import ReplicaSamples, simulate_replica
+from dlsched.serving.replica import ReplicaSamples, RequestColumns, simulate_replica
 from dlsched.serving.requests import RequestTrace
 
 
@@ -50,39 +50,29 @@ def simulate_disaggregated(
         raise ValueError(f"link bandwidth must be positive, got {link_bytes_per_s:g} B/s")
     if decode.config.scheduler != "continuous":
         raise ValueError("the decode pool runs the continuous scheduler")
-    times, prompts, outputs = trace.arrays()
-    prompt_list, output_list = prompts.tolist(), outputs.tolist()
+    requests = request_columns(trace)
+    prompts, outputs = requests.prompts, requests.outputs
     log = ServingLog(len(trace))
     samples = ReplicaSamples(every=sample_every)
     blocks: list[tuple[int, int]] = []
-    first_only = [1] * len(trace)
+    # On the prefill pool every request ends at its first token.
+    prefill_only = RequestColumns(requests.arrivals, prompts, [1] * len(trace))
     owner = assign_replicas(len(trace), prefill.replicas, "round-robin")
     for r in range(prefill.replicas):
         ids = np.flatnonzero(owner == r).tolist()
         blocks.append(
-            simulate_replica(
-                r,
-                ids,
-                times.tolist(),
-                prompt_list,
-                first_only,
-                prefill.config,
-                prefill.model,
-                log,
-                samples,
-            )
+            simulate_replica(r, ids, prefill_only, prefill.config, prefill.model, log, samples)
         )
     # Requests that go on: their generation restarts on the decode pool.
-    moving = [
-        i for i in range(len(trace)) if output_list[i] > 1 and not math.isnan(log.first_token[i])
-    ]
+    moving = [i for i in range(len(trace)) if outputs[i] > 1 and not math.isnan(log.first_token[i])]
     arrivals = [math.nan] * len(trace)
     for i in moving:
         log.finish[i] = log.last_token[i] = math.nan
         arrivals[i] = log.first_token[i] + transfer_seconds(
-            prompt_list[i], kv_bytes_per_token, link_bytes_per_s
+            prompts[i], kv_bytes_per_token, link_bytes_per_s
         )
     moving.sort(key=lambda i: (arrivals[i], i))
+    transferred = RequestColumns(arrivals, prompts, outputs)
     owner = assign_replicas(len(moving), decode.replicas, "round-robin")
     for r in range(decode.replicas):
         ids = [moving[k] for k in np.flatnonzero(owner == r).tolist()]
@@ -90,9 +80,7 @@ def simulate_disaggregated(
             simulate_replica(
                 prefill.replicas + r,
                 ids,
-                arrivals,
-                prompt_list,
-                output_list,
+                transferred,
                 decode.config,
                 decode.model,
                 log,
@@ -100,7 +88,4 @@ def simulate_disaggregated(
                 prefilled=True,
             )
         )
-    peaks, finals = zip(*blocks, strict=True)
-    return ServingRun(
-        trace, decode.config, prefill.replicas + decode.replicas, log, samples, peaks, finals
-    )
+    return gather(trace, decode.config, log, samples, blocks)

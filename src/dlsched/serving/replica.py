@@ -23,12 +23,22 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
 from dlsched.serving.perf.model import IterationModel, chunk_pairs
+
+
+@dataclass(frozen=True)
+class RequestColumns:
+    """What the simulator reads of each request, by request index: arrival time (s), prompt
+    and output tokens."""
+
+    arrivals: Sequence[float]
+    prompts: Sequence[int]
+    outputs: Sequence[int]
 
 
 @dataclass
@@ -54,9 +64,7 @@ class ReplicaSamples:
 def simulate_replica(
     index: int,
     ids: Sequence[int],
-    arrivals: Sequence[float],
-    prompts: Sequence[int],
-    outputs: Sequence[int],
+    requests: RequestColumns,
     config: ReplicaConfig,
     model: IterationModel,
     log: ServingLog,
@@ -64,8 +72,8 @@ def simulate_replica(
     prefilled: bool = False,
     start: float = 0.0,
 ) -> tuple[int, int]:
-    """Serve requests ``ids`` (indices into ``arrivals``/``prompts``/``outputs``, in arrival
-    order) on replica ``index``, writing outcomes to ``log``. Returns the most KV blocks in
+    """Serve requests ``ids`` (indices into ``requests``, in arrival order) on replica
+    ``index``, writing outcomes to ``log``. Returns the most KV blocks in
     use at once (never more than ``config.kv_blocks``) and the blocks still in use at the
     end (0: every block taken was given back).
 
@@ -77,19 +85,41 @@ def simulate_replica(
     if prefilled and config.scheduler != "continuous":
         raise ValueError(f"a decode replica runs the continuous scheduler, not {config.scheduler}")
     if config.scheduler == "static":
-        return _static(index, ids, arrivals, prompts, outputs, config, model, log, samples, start)
+        return _static(index, ids, requests, config, model, log, samples, start)
     transferred = set(ids) if prefilled else set()
-    return _iteration_level(
-        index, ids, arrivals, prompts, outputs, config, model, log, samples, transferred, start
-    )
+    return _iteration_level(index, ids, requests, config, model, log, samples, transferred, start)
+
+
+def _arrive(
+    index: int,
+    ids: Sequence[int],
+    ptr: int,
+    now: float,
+    requests: RequestColumns,
+    blocks: Callable[[int], int],
+    limit: int,
+    log: ServingLog,
+    waiting: deque[int],
+) -> int:
+    """Queue on replica ``index`` every request of ``ids[ptr:]`` that has arrived by ``now``
+    (rejecting one whose prompt and output need more than ``limit`` blocks); the position of
+    the first request still to come."""
+    arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
+    while ptr < len(ids) and arrivals[ids[ptr]] <= now:
+        i = ids[ptr]
+        ptr += 1
+        log.replica[i] = index
+        if blocks(prompts[i] + outputs[i]) > limit:
+            log.rejected[i] = True
+        else:
+            waiting.append(i)
+    return ptr
 
 
 def _iteration_level(
     index: int,
     ids: Sequence[int],
-    arrivals: Sequence[float],
-    prompts: Sequence[int],
-    outputs: Sequence[int],
+    requests: RequestColumns,
     config: ReplicaConfig,
     model: IterationModel,
     log: ServingLog,
@@ -97,6 +127,7 @@ def _iteration_level(
     transferred: set[int],
     start: float,
 ) -> tuple[int, int]:
+    arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
     chunked = config.scheduler == "chunked"
     bt = config.block_tokens
     total = config.kv_blocks
@@ -184,14 +215,8 @@ def _iteration_level(
         joiners.append(i)
 
     while True:
-        while ptr < n and arrivals[ids[ptr]] <= now:
-            i = ids[ptr]
-            ptr += 1
-            log.replica[i] = index
-            if -(-(prompts[i] + outputs[i]) // bt) > limit:
-                log.rejected[i] = True
-            else:
-                waiting.append(i)
+        if ptr < n and arrivals[ids[ptr]] <= now:
+            ptr = _arrive(index, ids, ptr, now, requests, config.blocks, limit, log, waiting)
         if not admitted and not waiting:
             if ptr >= n:
                 break
@@ -307,9 +332,7 @@ def _iteration_level(
 def _static(
     index: int,
     ids: Sequence[int],
-    arrivals: Sequence[float],
-    prompts: Sequence[int],
-    outputs: Sequence[int],
+    requests: RequestColumns,
     config: ReplicaConfig,
     model: IterationModel,
     log: ServingLog,
@@ -319,20 +342,15 @@ def _static(
     """Request-level batching: when idle, take up to ``max_batch`` waiting requests (oldest
     first) whose padded batch fits in KV memory; prefill them padded to the longest prompt,
     decode padded to the longest output; every request completes with the batch."""
+    arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
     bt, total = config.block_tokens, config.kv_blocks
     waiting: deque[int] = deque()
     now = next_sample = start
     peak = 0
     n, ptr = len(ids), 0
     while True:
-        while ptr < n and arrivals[ids[ptr]] <= now:
-            i = ids[ptr]
-            ptr += 1
-            log.replica[i] = index
-            if -(-(prompts[i] + outputs[i]) // bt) > total:
-                log.rejected[i] = True
-            else:
-                waiting.append(i)
+        if ptr < n and arrivals[ids[ptr]] <= now:
+            ptr = _arrive(index, ids, ptr, now, requests, config.blocks, total, log, waiting)
         if not waiting:
             if ptr >= n:
                 break

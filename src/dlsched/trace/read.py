@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from dlsched.trace.checks import bad_rows_error, check_rows
-from dlsched.trace.errors import RowError, TraceError
+from dlsched.trace.errors import RowError, TraceError, reading
 from dlsched.trace.io import is_parquet, read_parquet_checked
 from dlsched.trace.readers import CSV_FORMATS, FORMAT_NAMES, CsvFormat
 from dlsched.trace.readers.records import LineTrackingReader, ParsedRecords, parse_records
@@ -86,35 +86,28 @@ def parse_csv_file(
     TraceError when none fits), check the header against it and run the format's parser over
     every record. Every file-level problem (missing, unreadable, not UTF-8, not CSV, bad header)
     is a TraceError naming the file (and line); rejected records are in the result."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            # strict: a quote inside an unquoted field, or text after a closing quote, is an
-            # error naming its line instead of a silently altered value.
-            reader = csv.reader(handle, strict=True)
-            records: LineTrackingReader | None = None
-            try:
-                first = next(reader, None)
-                if first is None:
-                    raise TraceError(f"{path}: empty file, expected a header line")
-                header = [column.strip() for column in first]
-                fmt = choose(header)
-                _check_header(path, header, fmt)
-                records = LineTrackingReader(reader, lambda: reader.line_num)
-                return fmt, parse_records(path, iter(records), header, fmt)
-            except csv.Error as e:
-                start = records.start if records is not None else reader.line_num
-                hint = (
-                    " (a quote opened in this record is never closed)"
-                    if "end of data" in str(e)
-                    else ""
-                )
-                raise TraceError(f"{path}:{start}: unreadable CSV: {e}{hint}") from None
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise TraceError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+    with reading(path), open(path, newline="", encoding="utf-8-sig") as handle:
+        # strict: a quote inside an unquoted field, or text after a closing quote, is an
+        # error naming its line instead of a silently altered value.
+        reader = csv.reader(handle, strict=True)
+        records: LineTrackingReader | None = None
+        try:
+            first = next(reader, None)
+            if first is None:
+                raise TraceError(f"{path}: empty file, expected a header line")
+            header = [column.strip() for column in first]
+            fmt = choose(header)
+            _check_header(path, header, fmt)
+            records = LineTrackingReader(reader, lambda: reader.line_num)
+            return fmt, parse_records(path, iter(records), header, fmt)
+        except csv.Error as e:
+            start = records.start if records is not None else reader.line_num
+            hint = (
+                " (a quote opened in this record is never closed)"
+                if "end of data" in str(e)
+                else ""
+            )
+            raise TraceError(f"{path}:{start}: unreadable CSV: {e}{hint}") from None
 
 
 def _read_csv(path: str, format: str | None, skip_bad_rows: bool) -> ReadResult:

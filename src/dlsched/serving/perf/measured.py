@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlsched.serving.bundled import inference_data_path
-from dlsched.trace.errors import TraceError
+from dlsched.trace.errors import TraceError, reading
 
 COLUMNS = (
     "model",
@@ -71,28 +71,25 @@ def load_perf_points(path: str | Path | None = None) -> tuple[PerfPoint, ...]:
     source = Path(path) if path is not None else inference_data_path("perf_model.csv")
     runs: dict[tuple[str, str, int, int, int, int], list[tuple[float, float, float | None]]]
     runs = defaultdict(list)
-    try:
-        with open(source, newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise TraceError(f"{source}:1: missing columns {', '.join(missing)}")
-            for row in reader:
-                line = reader.line_num
-                ints = {c: _integer(source, line, c, row[c]) for c in INTEGER_COLUMNS}
-                times = [_positive(source, line, c, row[c]) for c in TIME_COLUMNS]
-                power = _number(source, line, "average_power", row["average_power"])
-                key = (
-                    row["model"],
-                    row["hardware"],
-                    ints["tensor_parallel"],
-                    ints["batch_size"],
-                    ints["prompt_size"],
-                    ints["token_size"],
-                )
-                runs[key].append((times[0], times[1], power if power > 0 else None))
-    except OSError as e:
-        raise TraceError(f"{source}: cannot read: {e.strerror or e}") from None
+    with reading(str(source)), open(source, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise TraceError(f"{source}:1: missing columns {', '.join(missing)}")
+        for row in reader:
+            line = reader.line_num
+            ints = {c: _integer(source, line, c, row[c]) for c in INTEGER_COLUMNS}
+            times = [_positive(source, line, c, row[c]) for c in TIME_COLUMNS]
+            power = _number(source, line, "average_power", row["average_power"])
+            key = (
+                row["model"],
+                row["hardware"],
+                ints["tensor_parallel"],
+                ints["batch_size"],
+                ints["prompt_size"],
+                ints["token_size"],
+            )
+            runs[key].append((times[0], times[1], power if power > 0 else None))
     if not runs:
         raise TraceError(f"{source}: no measurement")
     return tuple(_point(key, values) for key, values in sorted(runs.items()))

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from dlsched.serving.readers.values import seconds, tokens
 from dlsched.serving.requests import REQUEST_SCHEMA
-from dlsched.trace.errors import RowError, TraceError
+from dlsched.trace.errors import RowError, TraceError, reading
 from dlsched.trace.readers.fields import BadField
 from dlsched.trace.readers.records import WHOLE_ROW, columns_table
 
@@ -70,24 +70,17 @@ def read_mooncake(path: str) -> tuple[pa.Table, tuple[int, ...], int, tuple[RowE
     lines: list[int] = []
     errors: list[RowError] = []
     read = 0
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            for number, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                read += 1
-                try:
-                    rows.append(parse_line(text))
-                except BadField as exc:
-                    errors.append(RowError(path, number, exc.field, exc.reason))
-                    continue
-                lines.append(number)
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise TraceError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+    with reading(path), open(path, encoding="utf-8-sig") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            read += 1
+            try:
+                rows.append(parse_line(text))
+            except BadField as exc:
+                errors.append(RowError(path, number, exc.field, exc.reason))
+                continue
+            lines.append(number)
     if not read:
         raise TraceError(f"{path}: no request (an empty Mooncake file)")
     return columns_table(OUTPUTS, rows, REQUEST_SCHEMA), tuple(lines), read, tuple(errors)
