@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner, Result
 
 from dlsched.cli.main import app
@@ -118,4 +119,37 @@ def test_disaggregated_run_and_its_refusals(tmp_path: Path) -> None:
     for extra, message in cases:
         result = invoke("azure_code_3000", "--out", bad, *extra)
         assert result.exit_code == 2 and message in result.output, result.output
+        assert not bad.exists()
+
+
+def test_serving_beside_training_records_both_sides(tmp_path: Path) -> None:
+    from dlsched.trace.bundled import bundled_trace_path
+
+    training = bundled_trace_path("vc_0e4a51")
+    out = tmp_path / "mixed"
+    args = ["azure_code_3000", "--out", out, "--beside", training, "--cluster", "8x8"]
+    result = invoke(*args, "--capacity", "1.0", "--window", "300")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    training_figures = summary["training"]
+    assert training_figures["training_jobs"] == 990
+    assert training_figures["replica_instances"] >= 1
+    assert summary["gpu_utilization"] == training_figures["gpu_utilization"] is not None
+    assert summary["energy_j"] == pytest.approx(training_figures["energy_kwh"] * 3.6e6)
+    assert summary["autoscaler"]["capacity_rps"] == 1.0
+    assert summary["autoscaler"]["window_s"] == 300.0
+    # About 2.8 req/s over 1 req/s per replica, x 1.2 headroom: 3 to 4 replicas a window.
+    windows = training_figures["replica_windows"]
+    assert 3 * 4 <= windows <= 4 * 4
+    config = json.loads((out / "config.json").read_text())
+    assert config["policy"] == "serving-first" and config["cluster"] == "8x8"
+    bad = tmp_path / "bad"
+    cases = [
+        (["--cluster", "8x8"], "--cluster needs --beside"),
+        (["--beside", training], "--beside needs --cluster"),
+        (["--beside", training, "--cluster", "8x8", "--replicas", "2"], "--replicas does not"),
+    ]
+    for extra, message in cases:
+        refused = invoke("azure_code_3000", "--out", bad, *extra)
+        assert refused.exit_code == 2 and message in refused.output, refused.output
         assert not bad.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -11,10 +12,13 @@ import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt
+from dlsched.cluster.parse import resolve_cluster
 from dlsched.metrics.rundir import RUN_DIR
 from dlsched.serving.arrivals import scale_rate
+from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
 from dlsched.serving.cluster import ROUTERS, simulate_serving
+from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.disaggregated import Pool, simulate_disaggregated
 from dlsched.serving.hardware import KV_BLOCK_TOKENS, gpu_spec, kv_capacity_tokens, model_shape
@@ -22,6 +26,7 @@ from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
 from dlsched.serving.readers.read import read_requests
 from dlsched.serving.rundir import write_serving_run
+from dlsched.trace.read import read_trace
 
 DEFAULT_LINK_GBPS = 400.0  # one 400 Gbit/s NIC per replica: an assumption, not a measurement
 # Scheduler options that only one scheduler reads: given to another, they are refused.
@@ -60,8 +65,12 @@ def serve_sim(
         ),
     ] = "fitted",
     scheduler: Annotated[str, typer.Option(help=", ".join(SCHEDULERS) + ".")] = "continuous",
-    replicas: Annotated[int, typer.Option(help="Replicas behind the router.")] = 1,
-    router: Annotated[str, typer.Option(help=", ".join(ROUTERS) + ".")] = "round-robin",
+    replicas: Annotated[
+        int | None, typer.Option(help="Replicas behind the router (default 1).")
+    ] = None,
+    router: Annotated[
+        str | None, typer.Option(help=", ".join(ROUTERS) + " (default round-robin).")
+    ] = None,
     load_scale: Annotated[
         float, typer.Option(help="Arrivals L times faster than the trace's.")
     ] = 1.0,
@@ -94,6 +103,37 @@ def serve_sim(
         float | None,
         typer.Option(help="With --prefill-replicas: KV transfer link, Gbit/s (default 400)."),
     ] = None,
+    beside: Annotated[
+        str | None,
+        typer.Option(
+            help="A training job trace to run beside: replicas become jobs of --cluster, "
+            "sized per window by an autoscaler, under --policy."
+        ),
+    ] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="With --beside: built-in name, TOML file or 16x8.")
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(help="With --beside: serving-first (default) or any job policy."),
+    ] = None,
+    window: Annotated[
+        float | None, typer.Option(help="With --beside: autoscaler window, s (default 600).")
+    ] = None,
+    headroom: Annotated[
+        float | None,
+        typer.Option(help="With --beside: replicas per window x this (default 1.2)."),
+    ] = None,
+    cold_start: Annotated[
+        float | None,
+        typer.Option(help="With --beside: model load time of a replica, s (default 120)."),
+    ] = None,
+    capacity: Annotated[
+        float | None,
+        typer.Option(
+            help="With --beside: req/s one replica serves at the SLO (default: measured)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     force: ForceOpt = False,
 ) -> None:
@@ -113,6 +153,27 @@ def serve_sim(
                     f"{flag} does not apply to scheduler {scheduler!r} (only to "
                     f"{', '.join(ONLY_FOR[flag])})"
                 )
+        autoscaled = {
+            "--cluster": cluster,
+            "--policy": policy,
+            "--window": window,
+            "--headroom": headroom,
+            "--cold-start": cold_start,
+            "--capacity": capacity,
+        }
+        if beside is None:
+            _refuse_given(autoscaled, "needs --beside (a training trace to run beside)")
+        else:
+            if cluster is None:
+                raise ValueError("--beside needs --cluster (the cluster both share)")
+            fixed = {
+                "--replicas": replicas,
+                "--router": router,
+                "--prefill-replicas": (prefill_replicas),
+            }
+            _refuse_given(fixed, "does not apply with --beside (the autoscaler sizes replicas)")
+        replicas = 1 if replicas is None else replicas
+        router = router or "round-robin"
         _check_disaggregation(prefill_replicas, link_gbps, replicas, scheduler, router)
         path = bundled_requests_path(requests) if requests in BUNDLED_REQUESTS else requests
         read = read_requests(path, format, skip_bad_rows)
@@ -120,7 +181,7 @@ def serve_sim(
         if not len(trace):
             raise ValueError(f"{path}: no request to serve")
         iteration_model = deployment_model(model, gpu, tp, perf_model)
-        capacity = kv_capacity_tokens(model_shape(model), gpu_spec(gpu), tp, memory_fraction)
+        kv_tokens = kv_capacity_tokens(model_shape(model), gpu_spec(gpu), tp, memory_fraction)
         limits = {
             "max_seqs": max_seqs,
             "max_batched_tokens": max_batched_tokens,
@@ -129,12 +190,35 @@ def serve_sim(
         }
         config = ReplicaConfig(
             scheduler,
-            kv_blocks=capacity // KV_BLOCK_TOKENS,
+            kv_blocks=kv_tokens // KV_BLOCK_TOKENS,
             **{k: v for k, v in limits.items() if v is not None},
         )
         slo = Slo(slo_ttft, slo_tbt)
         link = (link_gbps or DEFAULT_LINK_GBPS) * 1e9 / 8
-        if prefill_replicas is None:
+        extra: dict[str, object] = {}
+        if beside is not None:
+            assert cluster is not None
+            scaler = Autoscaler(
+                capacity or measure_capacity(trace, iteration_model, config, slo),
+                window_s=window or 600.0,
+                headroom=headroom or 1.2,
+                cold_start_s=120.0 if cold_start is None else cold_start,
+            )
+            training = read_trace(beside).trace
+            mixed = run_colocated(
+                trace,
+                training,
+                resolve_cluster(cluster),
+                scaler,
+                iteration_model,
+                config,
+                tp,
+                policy or "serving-first",
+            )
+            run = mixed.serving
+            extra = {"training": training_summary(mixed)}
+            extra["autoscaler"] = dataclasses.asdict(scaler)
+        elif prefill_replicas is None:
             run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
         else:
             run = simulate_disaggregated(
@@ -160,10 +244,20 @@ def serve_sim(
             "prefill_replicas": prefill_replicas,
             "link_gbps": None if prefill_replicas is None else link * 8 / 1e9,
             "replica": dataclasses.asdict(config),
+            "beside": beside,
+            "cluster": cluster,
+            "policy": None if beside is None else policy or "serving-first",
         }
-        summary = write_serving_run(out, run, slo, recorded, force)
+        summary = write_serving_run(out, run, slo, recorded, force, extra)
     typer.echo(json.dumps(_headline(summary), indent=2))
     typer.echo(f"wrote {out}")
+
+
+def _refuse_given(options: Mapping[str, object], why: str) -> None:
+    """Refuse the first of ``options`` given (not None), naming it and ``why``."""
+    for flag, value in options.items():
+        if value is not None:
+            raise ValueError(f"{flag} {why}")
 
 
 def _check_disaggregation(
@@ -189,4 +283,5 @@ def _check_disaggregation(
 
 def _headline(summary: dict[str, object]) -> dict[str, object]:
     keys = ("requests", "served", "rejected", "preemptions", "ttft_s", "tbt_s", "e2e_s")
-    return {k: summary[k] for k in (*keys, "slo_attainment", "goodput_rps")}
+    shown = (*keys, "slo_attainment", "goodput_rps", "training")
+    return {k: summary[k] for k in shown if k in summary}

@@ -29,10 +29,21 @@ def samples_table(run: ServingRun) -> pa.Table:
 
 
 def write_serving_run(
-    out: str | Path, run: ServingRun, slo: Slo, config: dict[str, Any], force: bool = False
+    out: str | Path,
+    run: ServingRun,
+    slo: Slo,
+    config: dict[str, Any],
+    force: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``run`` to the run directory ``out`` (atomically; an existing run is replaced
-    only with ``force``) and return its summary."""
-    summary = serving_summary(run, slo)
+    only with ``force``) and return its summary, with ``extra`` figures added (a run beside
+    training: the training side's, and the cluster's utilization and energy)."""
+    summary = serving_summary(run, slo) | (extra or {})
+    training = summary.get("training")
+    if isinstance(training, dict):
+        summary["gpu_utilization"] = training.get("gpu_utilization")
+        energy = training.get("energy_kwh")
+        summary["energy_j"] = None if energy is None else energy * 3.6e6
     write_run(out, request_table(run), samples_table(run), summary, config, force)
     return summary
