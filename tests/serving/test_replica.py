@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlsched.serving.cluster import simulate_serving
+from dlsched.serving.cluster import ROUTERS, STATE_ROUTERS, simulate_serving
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.metrics import Slo, request_table, serving_summary
 from dlsched.serving.perf.linear import LinearIterationModel
@@ -91,6 +91,7 @@ requests_strategy = st.lists(
     replicas=st.integers(1, 3),
     chunk=st.integers(2, 64),
     max_seqs=st.integers(1, 8),
+    router=st.sampled_from(ROUTERS),
 )
 def test_invariants(
     requests: list[tuple[float, int, int]],
@@ -99,12 +100,15 @@ def test_invariants(
     replicas: int,
     chunk: int,
     max_seqs: int,
+    router: str,
 ) -> None:
+    if scheduler == "static" and router in STATE_ROUTERS:
+        router = "random"
     config = ReplicaConfig(
         scheduler, blocks, chunk_tokens=chunk, max_seqs=max_seqs, max_batch=max_seqs
     )
     trace = _trace(*requests)
-    run = simulate_serving(trace, MODEL, config, replicas=replicas, router="random", seed=3)
+    run = simulate_serving(trace, MODEL, config, replicas=replicas, router=router, seed=3)
     log = run.log
     arrival, prompts, outputs = trace.arrays()
     for i in range(len(trace)):
@@ -125,6 +129,22 @@ def test_invariants(
     served = ~np.isnan(e2e)
     assert (ttft[served] <= e2e[served]).all()
     # Deterministic: the same inputs give the same outcome.
-    again = simulate_serving(trace, MODEL, config, replicas=replicas, router="random", seed=3)
+    again = simulate_serving(trace, MODEL, config, replicas=replicas, router=router, seed=3)
     assert request_table(again).equals(table)
     assert again.log.gaps == log.gaps
+
+
+def test_least_outstanding_tokens_steers_around_a_long_request() -> None:
+    trace = _trace((0.0, 100, 2000), *[(0.1 + 0.05 * k, 100, 20) for k in range(40)])
+    config = ReplicaConfig("continuous", 10_000)
+    counts = {}
+    for router in ("round-robin", "least-outstanding-tokens", "kv-aware"):
+        run = simulate_serving(trace, MODEL, config, replicas=2, router=router)
+        counts[router] = run.log.replica.count(run.log.replica[0])
+        assert run.final_blocks == (0, 0)
+    # Round robin gives the long request's replica half the rest; the state-aware routers
+    # send it fewer while its 2,000 tokens are outstanding.
+    assert counts["round-robin"] == 21
+    assert counts["least-outstanding-tokens"] < 21
+    with pytest.raises(ValueError, match="needs the continuous or chunked scheduler"):
+        simulate_serving(trace, MODEL, ReplicaConfig("static", 100), 2, "kv-aware")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 
 from dlsched.serving.config import ReplicaConfig
@@ -39,6 +39,18 @@ class RequestColumns:
     arrivals: Sequence[float]
     prompts: Sequence[int]
     outputs: Sequence[int]
+
+
+@dataclass(slots=True)
+class ReplicaState:
+    """What a router sees of a replica while it runs: KV blocks free, blocks the prompts
+    routed to it still wait for, requests it holds (running or waiting), and tokens (prompt +
+    output) of the requests routed to it and not yet finished."""
+
+    free_blocks: int
+    queued_blocks: int = 0
+    held: int = 0
+    outstanding: int = 0
 
 
 @dataclass
@@ -87,7 +99,13 @@ def simulate_replica(
     if config.scheduler == "static":
         return _static(index, ids, requests, config, model, log, samples, start)
     transferred = set(ids) if prefilled else set()
-    return _iteration_level(index, ids, requests, config, model, log, samples, transferred, start)
+    steps = iteration_steps(index, ids, requests, config, model, log, samples, transferred, start)
+    try:
+        next(steps)
+    except StopIteration as done:
+        result: tuple[int, int] = done.value
+        return result
+    raise AssertionError("a replica without a state never yields")
 
 
 def _arrive(
@@ -116,7 +134,7 @@ def _arrive(
     return ptr
 
 
-def _iteration_level(
+def iteration_steps(
     index: int,
     ids: Sequence[int],
     requests: RequestColumns,
@@ -126,7 +144,13 @@ def _iteration_level(
     samples: ReplicaSamples,
     transferred: set[int],
     start: float,
-) -> tuple[int, int]:
+    state: ReplicaState | None = None,
+) -> Generator[float, bool | None, tuple[int, int]]:
+    """The continuous or chunked replica as a generator. Without ``state`` it serves ``ids``
+    to the end without yielding. With ``state``, ``ids`` may grow while it runs (a router
+    appends to it): it yields its clock after every iteration and ``inf`` when it has nothing
+    to do, keeping ``state`` current; sending True at an ``inf`` ends it. Returns the most KV
+    blocks in use at once and the blocks still in use at the end."""
     arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
     chunked = config.scheduler == "chunked"
     bt = config.block_tokens
@@ -156,7 +180,6 @@ def _iteration_level(
     step = 0
     sum_base = ndec = 0
     now = last_decode = next_sample = start
-    n = len(ids)
     ptr = 0
 
     def preempt_newest() -> int:
@@ -182,6 +205,8 @@ def _iteration_level(
             if victim in joiners:
                 joiners.remove(victim)
         waiting.appendleft(victim)
+        if state is not None:
+            state.queued_blocks += -(-(prompts[victim] + gen[victim]) // bt)
         return freed
 
     def deliver(i: int, context: int) -> None:
@@ -197,6 +222,8 @@ def _iteration_level(
             finish[i] = last[i] = now
             del admitted[i]
             used -= -(-context // bt)
+            if state is not None:
+                state.outstanding -= prompts[i] + outputs[i]
             return
         join(i, context, now)
 
@@ -215,11 +242,16 @@ def _iteration_level(
         joiners.append(i)
 
     while True:
-        if ptr < n and arrivals[ids[ptr]] <= now:
+        if ptr < len(ids) and arrivals[ids[ptr]] <= now:
             ptr = _arrive(index, ids, ptr, now, requests, config.blocks, limit, log, waiting)
         if not admitted and not waiting:
-            if ptr >= n:
-                break
+            if ptr >= len(ids):
+                if state is None:
+                    break
+                state.free_blocks, state.held = total - used, 0
+                if (yield math.inf):
+                    break
+                continue
             now = max(now, arrivals[ids[ptr]])
             continue
         if now >= next_sample:
@@ -244,6 +276,8 @@ def _iteration_level(
                 waiting.popleft()
                 admitted[i] = None
                 used += need
+                if state is not None:
+                    state.queued_blocks -= need
                 if moved:
                     transferred.discard(i)
                     join(i, context, first[i])
@@ -283,6 +317,8 @@ def _iteration_level(
                 waiting.popleft()
                 admitted[i] = None
                 used += need
+                if state is not None:
+                    state.queued_blocks -= need
                 reserved[i] = need
                 take = min(context, budget)
                 budget -= take
@@ -318,6 +354,8 @@ def _iteration_level(
                 del joined_at[i], run_start[i], admitted[i]
                 gen[i] = outputs[i]
                 finish[i] = last[i] = now
+                if state is not None:
+                    state.outstanding -= prompts[i] + outputs[i]
         if chunked:
             for i, context in completed:
                 del prefilling[i]
@@ -326,6 +364,9 @@ def _iteration_level(
         else:
             for i in batch:
                 deliver(i, prompts[i] + gen[i])
+        if state is not None:
+            state.free_blocks, state.held = total - used, len(admitted) + len(waiting)
+            yield now
     return peak, used
 
 
