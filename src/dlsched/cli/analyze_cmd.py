@@ -39,10 +39,9 @@ def analyze(
     from dlsched.serving.readers import REQUEST_FORMAT_NAMES
     from dlsched.serving.readers.read import is_request_file
 
-    given = one_trace(path, trace) if path is not None or trace is not None else None
-    if given is not None and (
-        trace_format in REQUEST_FORMAT_NAMES or (trace_format is None and is_request_file(given))
-    ):
+    with user_errors(BAD_ROWS_HINT):
+        given = one_trace(path, trace)
+    if trace_format in REQUEST_FORMAT_NAMES or (trace_format is None and is_request_file(given)):
         _analyze_requests(given, out, trace_format, skip_bad_rows, cluster, force)
         return
     from dlsched.analysis.characterize import Unavailable, characterize
