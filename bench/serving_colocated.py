@@ -25,7 +25,7 @@ from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.bundled import bundled_requests_path
 from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
 from dlsched.serving.config import ReplicaConfig
-from dlsched.serving.hardware import GPUS, KV_BLOCK_TOKENS, MODELS, kv_capacity_tokens
+from dlsched.serving.hardware import GPUS, MODELS, kv_blocks
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.deployment import deployment_model
 from dlsched.serving.readers.read import read_requests
@@ -46,7 +46,7 @@ def main() -> None:
     requests = day_pattern(conv.trace, span=DAY, mean_rate=4.0, seed=1)
     shape, gpu = MODELS["llama2-70b"], GPUS["a100-80gb"]
     model = deployment_model(shape.name, gpu.name, 8)
-    config = ReplicaConfig("continuous", kv_capacity_tokens(shape, gpu, 8) // KV_BLOCK_TOKENS)
+    config = ReplicaConfig("continuous", kv_blocks(shape.name, gpu.name, 8))
     slo = Slo()
     capacity = measure_capacity(conv.trace, model, config, slo)
     philly = read_trace(str(bundled_trace_path("vc_0e4a51"))).trace

@@ -19,7 +19,7 @@ from dlsched.serving.arrivals import scale_rate
 from dlsched.serving.bundled import bundled_requests_path
 from dlsched.serving.cluster import simulate_serving
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
-from dlsched.serving.hardware import GPUS, KV_BLOCK_TOKENS, MODELS, kv_capacity_tokens
+from dlsched.serving.hardware import kv_blocks
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.deployment import deployment_model
 from dlsched.serving.readers.read import read_requests
@@ -57,7 +57,7 @@ def main() -> None:
     for name, trace in traces(args.traces).items():
         for gpu in ("a100-80gb", "h100-80gb"):
             model = deployment_model(MODEL, gpu, TP)
-            blocks = kv_capacity_tokens(MODELS[MODEL], GPUS[gpu], TP) // KV_BLOCK_TOKENS
+            blocks = kv_blocks(MODEL, gpu, TP)
             for load in loads:
                 scaled = scale_rate(trace, load)
                 rate = (len(scaled) - 1) / scaled.duration()

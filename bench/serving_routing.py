@@ -15,7 +15,7 @@ from dlsched.serving.arrivals import scale_rate
 from dlsched.serving.bundled import bundled_requests_path
 from dlsched.serving.cluster import ROUTERS, simulate_serving
 from dlsched.serving.config import ReplicaConfig
-from dlsched.serving.hardware import GPUS, KV_BLOCK_TOKENS, MODELS, kv_capacity_tokens
+from dlsched.serving.hardware import GPUS, MODELS, kv_blocks
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.deployment import deployment_model
 from dlsched.serving.readers.read import read_requests
@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     shape, gpu = MODELS["llama2-70b"], GPUS["h100-80gb"]
     model = deployment_model(shape.name, gpu.name, 8)
-    config = ReplicaConfig("continuous", kv_capacity_tokens(shape, gpu, 8) // KV_BLOCK_TOKENS)
+    config = ReplicaConfig("continuous", kv_blocks(shape.name, gpu.name, 8))
     print(
         "| trace | load | router | SLO attainment | TTFT p99 (s) | TBT p99 (s) | E2E p99 (s) | "
         "wall (s) |\n|---|---|---|---|---|---|---|---|"

@@ -20,7 +20,7 @@ from dlsched.serving.arrivals import Lengths, synthetic_requests
 from dlsched.serving.bundled import bundled_requests_path
 from dlsched.serving.cluster import simulate_serving
 from dlsched.serving.config import ReplicaConfig
-from dlsched.serving.hardware import GPUS, KV_BLOCK_TOKENS, MODELS, kv_capacity_tokens
+from dlsched.serving.hardware import kv_blocks
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.deployment import deployment_model
 from dlsched.serving.readers.read import read_requests
@@ -43,7 +43,7 @@ def main() -> None:
     rate = args.rate_per_replica * args.replicas
     trace = synthetic_requests(rate, count=args.requests, lengths=lengths, seed=1)
     model = deployment_model("llama2-70b", "a100-80gb", 8)
-    blocks = kv_capacity_tokens(MODELS["llama2-70b"], GPUS["a100-80gb"], 8) // KV_BLOCK_TOKENS
+    blocks = kv_blocks("llama2-70b", "a100-80gb", 8)
     config = ReplicaConfig(args.scheduler, blocks)
     started = time.perf_counter()
     run = simulate_serving(trace, model, config, args.replicas)

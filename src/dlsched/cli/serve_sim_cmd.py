@@ -21,7 +21,7 @@ from dlsched.serving.cluster import ROUTERS, simulate_serving
 from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.disaggregated import Pool, simulate_disaggregated
-from dlsched.serving.hardware import KV_BLOCK_TOKENS, gpu_spec, kv_capacity_tokens, model_shape
+from dlsched.serving.hardware import kv_blocks, model_shape
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
 from dlsched.serving.readers.read import read_requests
@@ -181,7 +181,6 @@ def serve_sim(
         if not len(trace):
             raise ValueError(f"{path}: no request to serve")
         iteration_model = deployment_model(model, gpu, tp, perf_model)
-        kv_tokens = kv_capacity_tokens(model_shape(model), gpu_spec(gpu), tp, memory_fraction)
         limits = {
             "max_seqs": max_seqs,
             "max_batched_tokens": max_batched_tokens,
@@ -190,7 +189,7 @@ def serve_sim(
         }
         config = ReplicaConfig(
             scheduler,
-            kv_blocks=kv_tokens // KV_BLOCK_TOKENS,
+            kv_blocks=kv_blocks(model, gpu, tp, memory_fraction),
             **{k: v for k, v in limits.items() if v is not None},
         )
         slo = Slo(slo_ttft, slo_tbt)

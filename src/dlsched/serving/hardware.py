@@ -132,3 +132,11 @@ def kv_capacity_tokens(
             f"{tp} x {gpu.name}: needs more than {need:.1f} GPUs' memory"
         )
     return int(usable // model.kv_bytes_per_token)
+
+
+def kv_blocks(model: str, gpu: str, tp: int, memory_fraction: float = 0.9) -> int:
+    """Paged KV blocks (:data:`KV_BLOCK_TOKENS` tokens each) a replica of ``model`` on ``tp`` x
+    ``gpu`` holds (:func:`kv_capacity_tokens`); ValueError for an unknown name or a model that
+    does not fit."""
+    tokens = kv_capacity_tokens(model_shape(model), gpu_spec(gpu), tp, memory_fraction)
+    return tokens // KV_BLOCK_TOKENS
