@@ -71,6 +71,10 @@ SESSIONS = {
         slow=True,
     ),
     "mixed": Session(("Mixed workloads",), shared=True, slow=True),
+    "serving": Session(("LLM inference serving",)),
+    "serving-shared": Session(
+        ("Request traces, disaggregation, serving beside training",), shared=True
+    ),
     "service": Session(
         ("The live service", "The training workload and the dashboard"),
         slow=True,
@@ -182,6 +186,12 @@ def _check_outputs(name: str, checkout: Path) -> None:
         ],
         "mixed": ["mixed.parquet", "runs/mixed/summary.json"],
         "elastic": ["runs/ones/summary.json"],
+        "serving": [f"runs/serve/{s}/summary.json" for s in ("continuous", "chunked", "static")],
+        "serving-shared": [
+            "reports/azure-code/index.html",
+            "runs/serve/split/summary.json",
+            "runs/serve/beside/summary.json",
+        ],
     }
     missing = [p for p in expected.get(name, []) if not (checkout / p).is_file()]
     assert not missing, missing

@@ -18,6 +18,18 @@ COMPARED = (
     ("avg_slowdown", "avg slowdown"),
     ("preemptions", "preemptions"),
 )
+SERVING_COMPARED = (
+    ("ttft_s.p50", "TTFT p50 (s)"),
+    ("ttft_s.p99", "TTFT p99 (s)"),
+    ("tbt_s.p99", "TBT p99 (s)"),
+    ("e2e_s.p50", "E2E p50 (s)"),
+    ("e2e_s.p99", "E2E p99 (s)"),
+    ("slo_attainment", "SLO attainment"),
+    ("goodput_rps", "goodput (req/s)"),
+    ("throughput_rps", "throughput (req/s)"),
+    ("preemptions", "preemptions"),
+)
+SERVING = "serving"
 
 
 @dataclass(frozen=True)
@@ -27,19 +39,48 @@ class Comparison:
     labels: tuple[str, ...]
     summaries: tuple[dict[str, Any], ...]
 
+    @property
+    def serving(self) -> bool:
+        """Whether the runs are serving runs (``dlsched serve-sim``) rather than job runs."""
+        return self.summaries[0].get("kind") == SERVING
+
+    @property
+    def metrics(self) -> tuple[tuple[str, str], ...]:
+        """(key, title) of the figures compared: a dotted key names a nested figure."""
+        return SERVING_COMPARED if self.serving else COMPARED
+
+    @property
+    def count_key(self) -> str:
+        """The summary key counting what the runs simulated (jobs or requests)."""
+        return "requests" if self.serving else "jobs"
+
+    def value(self, i: int, key: str) -> Any:
+        """Figure ``key`` (dotted for a nested one) of run i; None when absent."""
+        found: Any = self.summaries[i]
+        for part in key.split("."):
+            found = found.get(part) if isinstance(found, dict) else None
+        return found
+
     def ratio(self, i: int, key: str) -> float | None:
-        base = self.summaries[0].get(key)
-        value = self.summaries[i].get(key)
+        base = self.value(0, key)
+        value = self.value(i, key)
         if not isinstance(base, int | float) or not isinstance(value, int | float) or base == 0:
             return None
         return float(value) / float(base)
 
 
 def compare_runs(runs: list[str | Path]) -> Comparison:
-    """Load the summaries of ``runs`` (errors name the offending directory)."""
+    """Load the summaries of ``runs`` (errors name the offending directory); serving runs
+    compare only with serving runs."""
     if not runs:
         raise ValueError("compare needs at least one run directory")
     summaries = tuple(read_summary(r) for r in runs)
+    kinds = [s.get("kind") == SERVING for s in summaries]
+    if any(kinds) and not all(kinds):
+        serving = [str(r) for r, k in zip(runs, kinds, strict=True) if k]
+        raise ValueError(
+            f"cannot compare serving runs ({', '.join(serving)}) with job-scheduling runs"
+        )
     labels = tuple(Path(r).name or str(r) for r in runs)
     return Comparison(labels, summaries)
 
@@ -47,8 +88,11 @@ def compare_runs(runs: list[str | Path]) -> Comparison:
 def format_value(key: str, value: Any) -> str:
     if value is None:
         return "-"
-    if key == "gpu_utilization":
+    if key in ("gpu_utilization", "slo_attainment"):
         return f"{value:.1%}"
+    if isinstance(value, float) and ("." in key or key.endswith("_rps")):
+        # Serving latencies and rates: sub-second figures need their digits.
+        return f"{value:.3g}"
     if isinstance(value, float):
         return f"{value:,.1f}" if abs(value) < 100 else f"{value:,.0f}"
     return f"{value:,}" if isinstance(value, int) else str(value)

@@ -33,8 +33,17 @@ def analyze(
 ) -> None:
     """Characterize a trace (run times, GPU demand, states, submissions, queueing, cluster
     demand, users, recurrence, VCs): writes index.html, PNG figures and stats.json to --out.
-    Sections the trace lacks the fields for are marked as not available."""
+    Sections the trace lacks the fields for are marked as not available. An LLM request trace
+    (Azure LLM, BurstGPT, Mooncake) gets its arrival rate over time and length distributions."""
     require("dlsched analyze", "analysis")
+    from dlsched.serving.readers import REQUEST_FORMAT_NAMES
+    from dlsched.serving.readers.read import is_request_file
+
+    with user_errors(BAD_ROWS_HINT):
+        given = one_trace(path, trace)
+    if trace_format in REQUEST_FORMAT_NAMES or (trace_format is None and is_request_file(given)):
+        _analyze_requests(given, out, trace_format, skip_bad_rows, cluster, force)
+        return
     from dlsched.analysis.characterize import Unavailable, characterize
     from dlsched.analysis.report import REPORT_DIR, SECTIONS, TraceInput, write_report
     from dlsched.cluster.parse import resolve_cluster
@@ -65,3 +74,28 @@ def analyze(
         typer.echo("not available: " + "; ".join(missing))
     if result.errors:
         typer.echo(f"skipped {len(result.errors)} bad rows; first: {result.errors[0]}", err=True)
+
+
+def _analyze_requests(
+    trace: str,
+    out: Path,
+    trace_format: str | None,
+    skip_bad_rows: bool,
+    cluster: str | None,
+    force: bool,
+) -> None:
+    from dlsched.serving.characterize import characterize_requests
+    from dlsched.serving.readers.read import read_requests
+    from dlsched.serving.report import REQUEST_REPORT_DIR, write_request_report
+
+    with user_errors(BAD_ROWS_HINT):
+        if cluster is not None:
+            raise ValueError("--cluster does not apply to a request trace (no GPU demand)")
+        REQUEST_REPORT_DIR.check(out, force, inputs=[trace])
+        result = read_requests(trace, trace_format, skip_bad_rows)
+        report = characterize_requests(result.trace)
+        write_request_report(out, result.trace, report, result.format, force)
+    typer.echo(
+        f"{trace}: {result.format}, {result.rows_read:,} rows read, {len(result.errors):,} "
+        f"rejected, {report.requests:,} requests; wrote {out / 'index.html'}"
+    )

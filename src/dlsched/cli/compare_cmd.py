@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dlsched.analysis.compare import COMPARED, compare_runs, format_value
+from dlsched.analysis.compare import compare_runs, format_value
 from dlsched.cli.errors import user_errors
 
 
@@ -22,16 +22,17 @@ def compare(
     table = Table(title=f"ratios to {cmp.labels[0]}")
     table.add_column("metric")
     for label, s in zip(cmp.labels, cmp.summaries, strict=True):
-        policy = str(s.get("policy", "?"))
+        policy = str(s.get("policy", s.get("scheduler", "?")))
         table.add_column(label if label == policy else f"{label}\n{policy}", justify="right")
-    for key, title in COMPARED:
+    for key, title in cmp.metrics:
         cells = []
-        for i, s in enumerate(cmp.summaries):
-            text = format_value(key, s.get(key))
+        for i in range(len(cmp.summaries)):
+            text = format_value(key, cmp.value(i, key))
             r = cmp.ratio(i, key)
             if i > 0 and r is not None:
                 text += f" ({r:.2f}x)"
             cells.append(text)
         table.add_row(title, *cells)
-    table.add_row("jobs", *[format_value("jobs", s.get("jobs")) for s in cmp.summaries])
+    count = cmp.count_key
+    table.add_row(count, *[format_value(count, s.get(count)) for s in cmp.summaries])
     Console(width=max(100, 24 * (len(cmp.labels) + 1))).print(table)

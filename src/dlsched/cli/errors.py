@@ -31,7 +31,7 @@ def print_error(message: str, hint: str | None = None) -> None:
     re-wrapped (a ``file:line`` must stay on one line) and never read as rich markup (messages
     quote user text such as ``[optional: ...]`` and install commands such as
     ``pip install 'dlsched[service]'``)."""
-    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
     console.print(f"[bold red]error:[/] {escape(message)}")
     if hint:
         console.print(escape(hint))

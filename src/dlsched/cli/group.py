@@ -49,6 +49,12 @@ COMMANDS: dict[str, Subcommand] = {
         "Replay a trace on a cluster under a policy; write jobs, timeline, config and summary "
         "to OUT.",
     ),
+    "serve-sim": Subcommand(
+        "dlsched.cli.serve_sim_cmd",
+        "serve_sim",
+        "Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching "
+        "over paged KV memory) and write requests, replica timeline, config and summary to OUT.",
+    ),
     "compare": Subcommand(
         "dlsched.cli.compare_cmd",
         "compare",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -26,3 +28,17 @@ class TraceError(ValueError):
         more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
         super().__init__(message + ("\n" + shown + more if errors else ""))
         self.errors = errors
+
+
+@contextmanager
+def reading(path: str) -> Iterator[None]:
+    """Turn a failure to open or decode ``path`` inside the block into a one-line TraceError
+    naming the file: missing, not UTF-8, or unreadable."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None

@@ -9,17 +9,17 @@ from __future__ import annotations
 import csv
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from dlsched.trace.checks import bad_rows_error, check_rows
-from dlsched.trace.errors import RowError, TraceError
+from dlsched.trace.errors import RowError, TraceError, reading
 from dlsched.trace.io import is_parquet, read_parquet_checked
 from dlsched.trace.readers import CSV_FORMATS, FORMAT_NAMES, CsvFormat
-from dlsched.trace.readers.records import LineTrackingReader, parse_records
+from dlsched.trace.readers.records import LineTrackingReader, ParsedRecords, parse_records
 from dlsched.trace.schema import Trace, sort_by_submit
 
 PARQUET_SUFFIX = ".parquet"
@@ -79,37 +79,42 @@ def detect_format(path: str, header: Iterable[str]) -> CsvFormat:
     )
 
 
-def _read_csv(path: str, format: str | None, skip_bad_rows: bool) -> ReadResult:
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            # strict: a quote inside an unquoted field, or text after a closing quote, is an
-            # error naming its line instead of a silently altered value.
-            reader = csv.reader(handle, strict=True)
-            records: LineTrackingReader | None = None
-            try:
-                first = next(reader, None)
-                if first is None:
-                    raise TraceError(f"{path}: empty file, expected a header line")
-                header = [column.strip() for column in first]
-                fmt = CSV_FORMATS[format] if format else detect_format(path, header)
-                _check_header(path, header, fmt)
-                records = LineTrackingReader(reader, lambda: reader.line_num)
-                parsed = parse_records(path, iter(records), header, fmt)
-            except csv.Error as e:
-                start = records.start if records is not None else reader.line_num
-                hint = (
-                    " (a quote opened in this record is never closed)"
-                    if "end of data" in str(e)
-                    else ""
-                )
-                raise TraceError(f"{path}:{start}: unreadable CSV: {e}{hint}") from None
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise TraceError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+def parse_csv_file(
+    path: str, choose: Callable[[list[str]], CsvFormat]
+) -> tuple[CsvFormat, ParsedRecords]:
+    """Open the CSV file ``path``, pick its format from its header with ``choose`` (which raises
+    TraceError when none fits), check the header against it and run the format's parser over
+    every record. Every file-level problem (missing, unreadable, not UTF-8, not CSV, bad header)
+    is a TraceError naming the file (and line); rejected records are in the result."""
+    with reading(path), open(path, newline="", encoding="utf-8-sig") as handle:
+        # strict: a quote inside an unquoted field, or text after a closing quote, is an
+        # error naming its line instead of a silently altered value.
+        reader = csv.reader(handle, strict=True)
+        records: LineTrackingReader | None = None
+        try:
+            first = next(reader, None)
+            if first is None:
+                raise TraceError(f"{path}: empty file, expected a header line")
+            header = [column.strip() for column in first]
+            fmt = choose(header)
+            _check_header(path, header, fmt)
+            records = LineTrackingReader(reader, lambda: reader.line_num)
+            return fmt, parse_records(path, iter(records), header, fmt)
+        except csv.Error as e:
+            start = records.start if records is not None else reader.line_num
+            hint = (
+                " (a quote opened in this record is never closed)"
+                if "end of data" in str(e)
+                else ""
+            )
+            raise TraceError(f"{path}:{start}: unreadable CSV: {e}{hint}") from None
 
+
+def _read_csv(path: str, format: str | None, skip_bad_rows: bool) -> ReadResult:
+    def choose(header: list[str]) -> CsvFormat:
+        return CSV_FORMATS[format] if format else detect_format(path, header)
+
+    fmt, parsed = parse_csv_file(path, choose)
     table, origin = parsed.parser.finish(parsed.table)
     keep, checked = check_rows(table, path, parsed.lines, fmt.gpu_jobs_note)
     checked = tuple(dataclasses.replace(e, field=fmt.file_column(e.field)) for e in checked)

@@ -164,13 +164,18 @@ class Trace:
 
 def sort_by_submit(table: pa.Table) -> pa.Table:
     """Stable sort by submit time (ties keep file order)."""
+    return sort_stable(table, "submit_time")
+
+
+def sort_stable(table: pa.Table, column: str) -> pa.Table:
+    """``table`` sorted stably by the numeric ``column`` (ties keep their order); the table
+    itself when already sorted."""
     if table.num_rows == 0:
         return table
-    submit = table.column("submit_time").to_numpy()
-    order = np.argsort(submit, kind="stable")
-    if np.all(order[1:] > order[:-1]):
+    values = table.column(column).to_numpy()
+    if np.all(values[1:] >= values[:-1]):
         return table
-    return table.take(pa.array(order))
+    return table.take(pa.array(np.argsort(values, kind="stable")))
 
 
 def empty_trace(source: str = "") -> Trace:

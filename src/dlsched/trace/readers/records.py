@@ -97,18 +97,21 @@ def parse_records(
             errors.append(RowError(path, line, e.field, e.reason))
             continue
         lines.append(line)
-    table = columns_table(fmt.outputs, accepted)
+    table = columns_table(fmt.outputs, accepted, fmt.schema)
     return ParsedRecords(table, tuple(lines), rows_read, tuple(errors), parser)
 
 
-def columns_table(names: tuple[str, ...], rows: list[tuple[Any, ...]]) -> pa.Table:
-    """A canonical-schema table (file order, not sorted) from row tuples holding ``names``."""
+def columns_table(
+    names: tuple[str, ...], rows: list[tuple[Any, ...]], schema: pa.Schema = SCHEMA
+) -> pa.Table:
+    """A table of ``schema`` (the canonical job schema by default; file order, not sorted) from
+    row tuples holding ``names``; the other columns are null."""
     n = len(rows)
     columns = dict(zip(names, zip(*rows, strict=True), strict=True)) if rows else {}
     arrays = []
-    for field in SCHEMA:
+    for field in schema:
         if field.name in columns:
             arrays.append(pa.array(columns[field.name], type=field.type))
         else:
             arrays.append(pa.nulls(n, type=field.type))
-    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from dlsched.trace.readers.fields import Row
+from dlsched.trace.schema import SCHEMA
 
 
 class RowParser(Protocol):
@@ -37,7 +38,9 @@ class CsvFormat:
     ``required`` column or a column outside ``required`` + ``optional`` is an error at line 1.
     ``gpu_jobs_note``, when set, makes 0 GPUs a row error and says why; ``missing_column_note``
     is added to the error for a header that lacks required columns. ``source_columns`` maps a
-    canonical column to the file column it comes from, where the names differ.
+    canonical column to the file column it comes from, where the names differ. ``schema`` is
+    the table the parser's rows fill: the canonical job schema, or another record's (LLM
+    requests: :data:`dlsched.serving.requests.REQUEST_SCHEMA`).
     """
 
     name: str
@@ -51,6 +54,7 @@ class CsvFormat:
     gpu_jobs_note: str | None = None
     missing_column_note: str | None = None
     source_columns: Mapping[str, str] = field(default_factory=dict)
+    schema: pa.Schema = SCHEMA
 
     def file_column(self, canonical: str) -> str:
         """The file's name for canonical column ``canonical``, for messages about a row."""

@@ -1,0 +1,286 @@
+"""``dlsched serve-sim``: simulate LLM inference replicas serving a request trace."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
+from dlsched.cli.options import ForceOpt
+from dlsched.cluster.parse import resolve_cluster
+from dlsched.metrics.rundir import RUN_DIR
+from dlsched.serving.arrivals import scale_rate
+from dlsched.serving.autoscale import Autoscaler
+from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
+from dlsched.serving.cluster import ROUTERS, simulate_serving
+from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
+from dlsched.serving.config import SCHEDULERS, ReplicaConfig
+from dlsched.serving.disaggregated import Pool, simulate_disaggregated
+from dlsched.serving.hardware import kv_blocks, model_shape
+from dlsched.serving.metrics import Slo
+from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
+from dlsched.serving.readers.read import read_requests
+from dlsched.serving.rundir import write_serving_run
+from dlsched.trace.read import read_trace
+
+DEFAULT_LINK_GBPS = 400.0  # one 400 Gbit/s NIC per replica: an assumption, not a measurement
+# Scheduler options that only one scheduler reads: given to another, they are refused.
+ONLY_FOR = {
+    "--max-batch": ("static",),
+    "--max-batched-tokens": ("continuous",),
+    "--chunk-tokens": ("chunked",),
+    "--max-seqs": ("continuous", "chunked"),
+}
+
+
+def serve_sim(
+    requests: Annotated[
+        str,
+        typer.Argument(
+            help="Request trace file (Azure LLM, BurstGPT, Mooncake .jsonl, dlsched request "
+            f"CSV) or a bundled one: {', '.join(BUNDLED_REQUESTS)}.",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Run directory to write.")],
+    format: Annotated[
+        str | None, typer.Option("--format", help="Trace format (default: detected).")
+    ] = None,
+    skip_bad_rows: Annotated[
+        bool, typer.Option(help="Drop rejected rows (counted) instead of stopping.")
+    ] = False,
+    model: Annotated[str, typer.Option(help="llama2-70b or bloom-176b.")] = "llama2-70b",
+    gpu: Annotated[str, typer.Option(help="a100-80gb, h100-80gb or h100-80gb-pcap.")] = "a100-80gb",
+    tp: Annotated[int, typer.Option(help="Tensor-parallel GPUs per replica.")] = 8,
+    perf_model: Annotated[
+        str,
+        typer.Option(
+            help=f"{PERF_MODELS[0]} (to the bundled measurements of this model, GPU and TP) or "
+            f"{PERF_MODELS[1]}."
+        ),
+    ] = "fitted",
+    scheduler: Annotated[str, typer.Option(help=", ".join(SCHEDULERS) + ".")] = "continuous",
+    replicas: Annotated[
+        int | None, typer.Option(help="Replicas behind the router (default 1).")
+    ] = None,
+    router: Annotated[
+        str | None, typer.Option(help=", ".join(ROUTERS) + " (default round-robin).")
+    ] = None,
+    load_scale: Annotated[
+        float, typer.Option(help="Arrivals L times faster than the trace's.")
+    ] = 1.0,
+    max_seqs: Annotated[
+        int | None, typer.Option(help="Requests a replica holds at once (default 256).")
+    ] = None,
+    max_batched_tokens: Annotated[
+        int | None,
+        typer.Option(help="continuous: prompt tokens per prefill iteration (default 8192)."),
+    ] = None,
+    chunk_tokens: Annotated[
+        int | None, typer.Option(help="chunked: token budget per iteration (default 512).")
+    ] = None,
+    max_batch: Annotated[
+        int | None, typer.Option(help="static: requests per batch (default 16).")
+    ] = None,
+    memory_fraction: Annotated[
+        float, typer.Option(help="Fraction of GPU memory for weights and KV cache.")
+    ] = 0.9,
+    slo_ttft: Annotated[float, typer.Option(help="TTFT objective, seconds.")] = 2.0,
+    slo_tbt: Annotated[float, typer.Option(help="Mean time-between-tokens objective, s.")] = 0.2,
+    prefill_replicas: Annotated[
+        int | None,
+        typer.Option(
+            help="Disaggregate: this many of --replicas only prefill, the rest only decode "
+            "(continuous scheduler, round robin in each pool)."
+        ),
+    ] = None,
+    link_gbps: Annotated[
+        float | None,
+        typer.Option(help="With --prefill-replicas: KV transfer link, Gbit/s (default 400)."),
+    ] = None,
+    beside: Annotated[
+        str | None,
+        typer.Option(
+            help="A training job trace to run beside: replicas become jobs of --cluster, "
+            "sized per window by an autoscaler, under --policy."
+        ),
+    ] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="With --beside: built-in name, TOML file or 16x8.")
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(help="With --beside: serving-first (default) or any job policy."),
+    ] = None,
+    window: Annotated[
+        float | None, typer.Option(help="With --beside: autoscaler window, s (default 600).")
+    ] = None,
+    headroom: Annotated[
+        float | None,
+        typer.Option(help="With --beside: replicas per window x this (default 1.2)."),
+    ] = None,
+    cold_start: Annotated[
+        float | None,
+        typer.Option(help="With --beside: model load time of a replica, s (default 120)."),
+    ] = None,
+    capacity: Annotated[
+        float | None,
+        typer.Option(
+            help="With --beside: req/s one replica serves at the SLO (default: measured)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    force: ForceOpt = False,
+) -> None:
+    """Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching
+    over paged KV memory) and write requests, replica timeline, config and summary to OUT."""
+    with user_errors(BAD_ROWS_HINT):
+        RUN_DIR.check(out, force)
+        given = {
+            "--max-batch": max_batch,
+            "--max-batched-tokens": max_batched_tokens,
+            "--chunk-tokens": chunk_tokens,
+            "--max-seqs": max_seqs,
+        }
+        for flag, value in given.items():
+            if value is not None and scheduler not in ONLY_FOR[flag]:
+                raise ValueError(
+                    f"{flag} does not apply to scheduler {scheduler!r} (only to "
+                    f"{', '.join(ONLY_FOR[flag])})"
+                )
+        autoscaled = {
+            "--cluster": cluster,
+            "--policy": policy,
+            "--window": window,
+            "--headroom": headroom,
+            "--cold-start": cold_start,
+            "--capacity": capacity,
+        }
+        if beside is None:
+            _refuse_given(autoscaled, "needs --beside (a training trace to run beside)")
+        else:
+            if cluster is None:
+                raise ValueError("--beside needs --cluster (the cluster both share)")
+            fixed = {
+                "--replicas": replicas,
+                "--router": router,
+                "--prefill-replicas": (prefill_replicas),
+            }
+            _refuse_given(fixed, "does not apply with --beside (the autoscaler sizes replicas)")
+        replicas = 1 if replicas is None else replicas
+        router = router or "round-robin"
+        _check_disaggregation(prefill_replicas, link_gbps, replicas, scheduler, router)
+        path = bundled_requests_path(requests) if requests in BUNDLED_REQUESTS else requests
+        read = read_requests(path, format, skip_bad_rows)
+        trace = read.trace if load_scale == 1.0 else scale_rate(read.trace, load_scale)
+        if not len(trace):
+            raise ValueError(f"{path}: no request to serve")
+        iteration_model = deployment_model(model, gpu, tp, perf_model)
+        limits = {
+            "max_seqs": max_seqs,
+            "max_batched_tokens": max_batched_tokens,
+            "chunk_tokens": chunk_tokens,
+            "max_batch": max_batch,
+        }
+        config = ReplicaConfig(
+            scheduler,
+            kv_blocks=kv_blocks(model, gpu, tp, memory_fraction),
+            **{k: v for k, v in limits.items() if v is not None},
+        )
+        slo = Slo(slo_ttft, slo_tbt)
+        link = (link_gbps or DEFAULT_LINK_GBPS) * 1e9 / 8
+        extra: dict[str, object] = {}
+        if beside is not None:
+            assert cluster is not None
+            scaler = Autoscaler(
+                capacity or measure_capacity(trace, iteration_model, config, slo),
+                window_s=window or 600.0,
+                headroom=headroom or 1.2,
+                cold_start_s=120.0 if cold_start is None else cold_start,
+            )
+            training = read_trace(beside).trace
+            mixed = run_colocated(
+                trace,
+                training,
+                resolve_cluster(cluster),
+                scaler,
+                iteration_model,
+                config,
+                tp,
+                policy or "serving-first",
+            )
+            run = mixed.serving
+            extra = {"training": training_summary(mixed)}
+            extra["autoscaler"] = dataclasses.asdict(scaler)
+        elif prefill_replicas is None:
+            run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
+        else:
+            run = simulate_disaggregated(
+                trace,
+                Pool(iteration_model, config, prefill_replicas),
+                Pool(iteration_model, config, replicas - prefill_replicas),
+                model_shape(model).kv_bytes_per_token,
+                link,
+            )
+        recorded = {
+            "kind": "serving",
+            "requests": str(path),
+            "format": read.format,
+            "rows_rejected": len(read.errors),
+            "model": model,
+            "gpu": gpu,
+            "tp": tp,
+            "perf_model": perf_model,
+            "replicas": replicas,
+            "router": router,
+            "load_scale": load_scale,
+            "seed": seed,
+            "prefill_replicas": prefill_replicas,
+            "link_gbps": None if prefill_replicas is None else link * 8 / 1e9,
+            "replica": dataclasses.asdict(config),
+            "beside": beside,
+            "cluster": cluster,
+            "policy": None if beside is None else policy or "serving-first",
+        }
+        summary = write_serving_run(out, run, slo, recorded, force, extra)
+    typer.echo(json.dumps(_headline(summary), indent=2))
+    typer.echo(f"wrote {out}")
+
+
+def _refuse_given(options: Mapping[str, object], why: str) -> None:
+    """Refuse the first of ``options`` given (not None), naming it and ``why``."""
+    for flag, value in options.items():
+        if value is not None:
+            raise ValueError(f"{flag} {why}")
+
+
+def _check_disaggregation(
+    prefill: int | None, link_gbps: float | None, replicas: int, scheduler: str, router: str
+) -> None:
+    """Refuse, naming the option, what a disaggregated run cannot honour."""
+    if prefill is None:
+        if link_gbps is not None:
+            raise ValueError("--link-gbps needs --prefill-replicas (no KV moves without it)")
+        return
+    if not 1 <= prefill < replicas:
+        raise ValueError(
+            f"--prefill-replicas must leave a decode replica: 1..{replicas - 1} of "
+            f"--replicas {replicas}, got {prefill}"
+        )
+    if scheduler != "continuous":
+        raise ValueError(f"--prefill-replicas runs the continuous scheduler, not {scheduler!r}")
+    if router != "round-robin":
+        raise ValueError(f"--prefill-replicas routes round robin in each pool, not {router!r}")
+    if link_gbps is not None and not link_gbps > 0:
+        raise ValueError(f"--link-gbps must be positive, got {link_gbps:g}")
+
+
+def _headline(summary: dict[str, object]) -> dict[str, object]:
+    keys = ("requests", "served", "rejected", "preemptions", "ttft_s", "tbt_s", "e2e_s")
+    shown = (*keys, "slo_attainment", "goodput_rps", "training")
+    return {k: summary[k] for k in shown if k in summary}

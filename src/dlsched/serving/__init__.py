@@ -1,0 +1,1 @@
+"""LLM inference serving: request traces, performance models and the replica simulator."""

@@ -1,0 +1,168 @@
+"""Serving beside training on one cluster, through the one simulation core.
+
+The autoscaler (:mod:`.autoscale`) turns a request trace into replica jobs; they join the
+training trace (ids ``serve:...`` and ``train:...``, :func:`~dlsched.trace.transforms.
+merge_traces`) and the cluster simulator runs both under one policy — with ``serving-first``
+replicas preempt training through the same Plan, paying its restart costs; with ``fifo`` they
+queue like any job. Each replica job that ran becomes one replica instance, ready a cold start
+after its start: requests go round robin to the instances ready at their arrival (to the next
+one to become ready when none is), and each instance is simulated by the replica simulator.
+An instance finishes the requests it took even past its job's end (those of its last
+seconds; not charged to the cluster). Requests that no instance ever takes are not served.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from dlsched.cluster.spec import ClusterSpec
+from dlsched.policy.serving_first import SERVING_PREFIX
+from dlsched.serving.arrivals import Lengths, synthetic_requests
+from dlsched.serving.autoscale import Autoscaler, replica_jobs
+from dlsched.serving.cluster import ServingRun, gather, request_columns, simulate_serving
+from dlsched.serving.config import ReplicaConfig
+from dlsched.serving.log import ServingLog
+from dlsched.serving.metrics import Slo, serving_summary
+from dlsched.serving.perf.model import IterationModel
+from dlsched.serving.replica import ReplicaSamples, simulate_replica
+from dlsched.serving.requests import RequestTrace
+from dlsched.sim.config import SimConfig
+from dlsched.sim.simulator import RunResult, simulate
+from dlsched.trace.schema import Trace
+from dlsched.trace.transforms import merge_traces
+
+TRAIN_PREFIX = "train:"
+
+
+@dataclass(frozen=True)
+class ColocatedRun:
+    """The serving side (its run over the replica instances) and the cluster run."""
+
+    serving: ServingRun
+    cluster: RunResult
+    plan: tuple[int, ...]
+    instances: tuple[tuple[float, float], ...]  # (ready, end) of each replica instance
+
+
+def measure_capacity(
+    trace: RequestTrace,
+    model: IterationModel,
+    config: ReplicaConfig,
+    slo: Slo,
+    target: float = 0.9,
+    requests: int = 2000,
+    seed: int = 0,
+) -> float:
+    """Highest Poisson arrival rate (req/s, to 5%) at which one replica meets ``slo`` for a
+    ``target`` fraction of requests with lengths drawn from ``trace``; ValueError when even
+    0.01 req/s does not."""
+    lengths = Lengths(trace)
+
+    def attained(rate: float) -> float:
+        sample = synthetic_requests(rate, count=requests, lengths=lengths, seed=seed)
+        run = simulate_serving(sample, model, config)
+        value = serving_summary(run, slo)["slo_attainment"]
+        return float(value) if value is not None else 0.0
+
+    low, high = 0.01, 1.0
+    if attained(low) < target:
+        raise ValueError(f"one replica cannot meet the SLO for {target:.0%} even at 0.01 req/s")
+    while attained(high) >= target:
+        low, high = high, high * 2
+    while high / low > 1.05:
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if attained(middle) >= target else (low, middle)
+    return low
+
+
+def run_colocated(
+    requests: RequestTrace,
+    training: Trace,
+    cluster: ClusterSpec,
+    scaler: Autoscaler,
+    model: IterationModel,
+    config: ReplicaConfig,
+    tp: int,
+    policy: str,
+) -> ColocatedRun:
+    """Serve ``requests`` with autoscaled replicas beside ``training`` on ``cluster`` under
+    ``policy`` (``serving-first`` or any policy of the catalog). Deterministic."""
+    plan = scaler.plan(requests)
+    # Training first: at equal submit times FIFO then favours training, never serving.
+    merged = merge_traces(
+        [("train", training), (SERVING_PREFIX.rstrip(":"), replica_jobs(plan, scaler, tp))]
+    )
+    result = simulate(merged, cluster, SimConfig(policy=policy, use_partitions=False))
+    jobs = result.jobs
+    serving = pc.starts_with(jobs.column("job_id"), SERVING_PREFIX)
+    starts = jobs.filter(serving).column("first_start_s").to_numpy(zero_copy_only=False)
+    ends = jobs.filter(serving).column("end_s").to_numpy(zero_copy_only=False)
+    instances = sorted(
+        (float(s) + scaler.cold_start_s, float(e))
+        for s, e in zip(starts, ends, strict=True)
+        if not math.isnan(s) and not math.isnan(e) and s + scaler.cold_start_s < e
+    )
+    columns = request_columns(requests)
+    owners = _route(np.asarray(columns.arrivals), instances)
+    log = ServingLog(len(requests))
+    samples = ReplicaSamples()
+    blocks = [
+        simulate_replica(
+            k,
+            np.flatnonzero(owners == k).tolist(),
+            columns,
+            config,
+            model,
+            log,
+            samples,
+            start=ready,
+        )
+        for k, (ready, _) in enumerate(instances)
+    ]
+    run = gather(requests, config, log, samples, blocks)
+    return ColocatedRun(run, result, tuple(plan), tuple(instances))
+
+
+def _route(times: np.ndarray, instances: list[tuple[float, float]]) -> np.ndarray:
+    """The instance of each request (-1: none ever ready at or after its arrival)."""
+    owners = np.full(len(times), -1, dtype=np.int64)
+    ready = np.array([r for r, _ in instances])
+    end = np.array([e for _, e in instances])
+    turn = 0
+    for i, t in enumerate(times.tolist()):
+        active = np.flatnonzero((ready <= t) & (end > t))
+        if len(active):
+            owners[i] = active[turn % len(active)]
+            turn += 1
+            continue
+        later = np.flatnonzero(ready > t)
+        if len(later):
+            owners[i] = later[np.argmin(ready[later])]
+    return owners
+
+
+def training_summary(run: ColocatedRun) -> dict[str, Any]:
+    """Training jobs' figures in the shared run: finished count, JCT mean/median/p95 (s),
+    preemptions; cluster GPU utilization and energy (every job, replicas included)."""
+    jobs = run.cluster.jobs
+    train = jobs.filter(pc.starts_with(jobs.column("job_id"), TRAIN_PREFIX))
+    jct = train.column("jct_s").to_numpy(zero_copy_only=False)
+    done = jct[~np.isnan(jct)]
+    summary = run.cluster.summary
+    return {
+        "training_jobs": train.num_rows,
+        "training_finished": len(done),
+        "training_avg_jct_s": float(done.mean()) if len(done) else None,
+        "training_median_jct_s": float(np.median(done)) if len(done) else None,
+        "training_p95_jct_s": float(np.percentile(done, 95)) if len(done) else None,
+        "training_preemptions": int(pc.sum(train.column("preemptions")).as_py() or 0),
+        "gpu_utilization": summary.get("gpu_utilization"),
+        "energy_kwh": summary.get("energy_kwh"),
+        "replica_windows": sum(run.plan),
+        "replica_instances": len(run.instances),
+    }

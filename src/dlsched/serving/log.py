@@ -1,0 +1,68 @@
+"""What a replica simulation records: each request's outcome and every gap between tokens."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+NAN = math.nan
+
+
+@dataclass
+class ServingLog:
+    """Outcomes of ``n`` requests, filled in by replicas (times in seconds; NaN: never).
+
+    ``first_token``/``last_token``: when the first and the last token were generated;
+    ``finish``: when the response completed (for static batching, when the whole batch
+    did; otherwise at the last token); ``generated``: tokens
+    produced (a recomputed token is not counted twice); ``preemptions``: times the request
+    lost its KV cache; ``rejected``: the request can never fit in a replica's KV memory.
+    ``gaps``/``gap_weights``: every time between two tokens of one request, as (gap,
+    number of tokens that waited it), so that percentiles over all tokens need no per-token
+    list."""
+
+    n: int
+    first_token: list[float] = field(init=False)
+    finish: list[float] = field(init=False)
+    last_token: list[float] = field(init=False)
+    generated: list[int] = field(init=False)
+    preemptions: list[int] = field(init=False)
+    rejected: list[bool] = field(init=False)
+    replica: list[int] = field(init=False)
+    gaps: array[float] = field(default_factory=lambda: array("d"))
+    gap_weights: array[int] = field(default_factory=lambda: array("q"))
+    iterations: int = 0
+
+    def __post_init__(self) -> None:
+        self.first_token = [NAN] * self.n
+        self.finish = [NAN] * self.n
+        self.last_token = [NAN] * self.n
+        self.generated = [0] * self.n
+        self.preemptions = [0] * self.n
+        self.rejected = [False] * self.n
+        self.replica = [-1] * self.n
+
+    def gap(self, seconds: float, tokens: int = 1) -> None:
+        """``tokens`` tokens each came ``seconds`` after the previous token of their request."""
+        if tokens > 0:
+            self.gaps.append(seconds)
+            self.gap_weights.append(tokens)
+
+    def gap_percentiles(self, qs: tuple[float, ...]) -> list[float | None]:
+        """Percentiles (0-100) of the time between tokens over all tokens (None: no gap)."""
+        if not self.gaps:
+            return [None for _ in qs]
+        values: npt.NDArray[np.float64] = np.frombuffer(self.gaps, dtype=np.float64)
+        weights = np.frombuffer(self.gap_weights, dtype=np.int64)
+        order = np.argsort(values, kind="stable")
+        cumulative = np.cumsum(weights[order])
+        total = cumulative[-1]
+        out: list[float | None] = []
+        for q in qs:
+            rank = max(1, math.ceil(q / 100.0 * total))
+            out.append(float(values[order][np.searchsorted(cumulative, rank)]))
+        return out

@@ -1,0 +1,81 @@
+"""A linear iteration-time model fitted to measured prefill and decode times.
+
+Prefill of T tokens with A attention pairs takes ``p0 + p1·T + p2·A``; a decode step of B
+requests over K cached tokens takes ``d0 + d1·B + d2·K``. An iteration holding both pays the
+larger fixed cost once (the weights stream through the GPUs once per iteration) plus every
+marginal term. Coefficients are fitted by non-negative least squares on relative error, so a
+100 ms point weighs as much as a 10 s one and no term can make time fall as work grows. The
+third term (attention pairs, context tokens) is fitted only when the points identify it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import nnls
+
+from dlsched.serving.perf.measured import PerfPoint
+from dlsched.serving.perf.model import chunk_pairs
+
+
+@dataclass(frozen=True)
+class LinearIterationModel:
+    """Coefficients in seconds (per token, per pair, per request) for one deployment."""
+
+    p0: float
+    p1: float
+    p2: float
+    d0: float
+    d1: float
+    d2: float
+
+    def iteration_time(
+        self, prefill_tokens: int, prefill_pairs: float, decode_seqs: int, decode_context: int
+    ) -> float:
+        fixed = max(self.p0 if prefill_tokens else 0.0, self.d0 if decode_seqs else 0.0)
+        return (
+            fixed
+            + self.p1 * prefill_tokens
+            + self.p2 * prefill_pairs
+            + self.d1 * decode_seqs
+            + self.d2 * decode_context
+        )
+
+    def prefill_time(self, point: PerfPoint) -> float:
+        """Predicted prefill of ``point``'s batch."""
+        pairs = point.batch * chunk_pairs(point.prompt, 0)
+        return self.iteration_time(point.batch * point.prompt, pairs, 0, 0)
+
+    def decode_time(self, point: PerfPoint) -> float:
+        """Predicted mean decode iteration of ``point``'s batch."""
+        return self.iteration_time(0, 0.0, point.batch, round(point.decode_context))
+
+
+def fit_linear(points: Sequence[PerfPoint]) -> LinearIterationModel:
+    """Fit both phases to ``points`` (one deployment); ValueError for fewer than three."""
+    if len(points) < 3:
+        raise ValueError(f"fitting needs at least 3 measured points, got {len(points)}")
+    prefill_x = np.array(
+        [[1.0, p.batch * p.prompt, p.batch * chunk_pairs(p.prompt, 0)] for p in points]
+    )
+    decode_x = np.array([[1.0, p.batch, p.decode_context] for p in points])
+    prefill = _relative_nnls(prefill_x, np.array([p.prefill_s for p in points]))
+    decode = _relative_nnls(decode_x, np.array([p.decode_s for p in points]))
+    return LinearIterationModel(*prefill, *decode)
+
+
+def _relative_nnls(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    # Columns are scaled to unit norm first: token and pair counts differ by 10^7.
+    weighted = x / y[:, None]
+    scale = np.linalg.norm(weighted, axis=0)
+    scale[scale == 0] = 1.0
+    scaled = weighted / scale
+    # Points of one prompt length cannot tell attention pairs from tokens (the columns are
+    # proportional): the quadratic term is then left out rather than set arbitrarily.
+    used = 3 if np.linalg.matrix_rank(scaled, tol=1e-9) == 3 else 2
+    solution, _ = nnls(scaled[:, :used], np.ones(len(y)))
+    coefficients = np.zeros(3)
+    coefficients[:used] = solution / scale[:used]
+    return float(coefficients[0]), float(coefficients[1]), float(coefficients[2])

@@ -1,0 +1,436 @@
+"""One serving replica, simulated iteration by iteration: continuous batching with paged KV
+memory (optionally with chunked prefill) and static batching.
+
+Event-driven at iteration granularity: the replica runs one iteration at a time, each as long
+as the performance model says for its batch; arrivals join at the next iteration boundary,
+and an idle replica jumps to the next arrival. The cost per decode step does not grow with
+the batch: a running request's context is ``base + step`` (``step`` counts the replica's
+decode steps), so the batch's context total is kept as a sum, requests are retired from a
+heap keyed by the step they finish at, and the KV blocks a step needs are counted by context
+residue modulo the block size (a request needs a new block exactly when its context is a
+multiple of the block size).
+
+KV memory (vLLM's policy): a prompt is admitted only while its blocks fit beside the
+watermark; when a decode step needs more blocks than are free, the newest admitted requests
+are preempted and recomputed later (their prompt and the tokens they had generated are
+prefilled again, and generation continues where it stopped). The oldest admitted request is
+never preempted while another holds memory, so every request finishes. A request whose
+prompt and output together can never fit is rejected on arrival.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+
+from dlsched.serving.config import ReplicaConfig
+from dlsched.serving.log import ServingLog
+from dlsched.serving.perf.model import IterationModel, chunk_pairs
+
+
+@dataclass(frozen=True)
+class RequestColumns:
+    """What the simulator reads of each request, by request index: arrival time (s), prompt
+    and output tokens."""
+
+    arrivals: Sequence[float]
+    prompts: Sequence[int]
+    outputs: Sequence[int]
+
+
+@dataclass(slots=True)
+class ReplicaState:
+    """What a router sees of a replica while it runs: KV blocks free, blocks the prompts
+    routed to it still wait for, requests it holds (running or waiting), and tokens (prompt +
+    output) of the requests routed to it and not yet finished."""
+
+    free_blocks: int
+    queued_blocks: int = 0
+    held: int = 0
+    outstanding: int = 0
+
+
+@dataclass
+class ReplicaSamples:
+    """The replica's state about every ``every`` seconds: time, requests holding KV memory,
+    requests waiting, and the fraction of KV blocks in use."""
+
+    every: float = 1.0
+    time: list[float] = field(default_factory=list)
+    replica: list[int] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+    kv_used: list[float] = field(default_factory=list)
+
+    def add(self, at: float, replica: int, running: int, waiting: int, kv: float) -> None:
+        self.time.append(at)
+        self.replica.append(replica)
+        self.running.append(running)
+        self.waiting.append(waiting)
+        self.kv_used.append(kv)
+
+
+def simulate_replica(
+    index: int,
+    ids: Sequence[int],
+    requests: RequestColumns,
+    config: ReplicaConfig,
+    model: IterationModel,
+    log: ServingLog,
+    samples: ReplicaSamples,
+    prefilled: bool = False,
+    start: float = 0.0,
+) -> tuple[int, int]:
+    """Serve requests ``ids`` (indices into ``requests``, in arrival order) on replica
+    ``index``, writing outcomes to ``log``. Returns the most KV blocks in
+    use at once (never more than ``config.kv_blocks``) and the blocks still in use at the
+    end (0: every block taken was given back).
+
+    ``prefilled``: a decode replica of a disaggregated deployment — every request arrives with
+    its prompt's KV cache and its first token (``log.first_token``) from a prefill replica,
+    so it joins the decodes once its blocks are free, without a prefill here (a request
+    preempted here is recomputed here). Only the ``continuous`` scheduler takes this.
+    ``start``: when the replica is ready (requests that arrived earlier wait for it)."""
+    if prefilled and config.scheduler != "continuous":
+        raise ValueError(f"a decode replica runs the continuous scheduler, not {config.scheduler}")
+    if config.scheduler == "static":
+        return _static(index, ids, requests, config, model, log, samples, start)
+    transferred = set(ids) if prefilled else set()
+    steps = iteration_steps(index, ids, requests, config, model, log, samples, transferred, start)
+    try:
+        next(steps)
+    except StopIteration as done:
+        result: tuple[int, int] = done.value
+        return result
+    raise AssertionError("a replica without a state never yields")
+
+
+def _arrive(
+    index: int,
+    ids: Sequence[int],
+    ptr: int,
+    now: float,
+    requests: RequestColumns,
+    blocks: Callable[[int], int],
+    limit: int,
+    log: ServingLog,
+    waiting: deque[int],
+) -> int:
+    """Queue on replica ``index`` every request of ``ids[ptr:]`` that has arrived by ``now``
+    (rejecting one whose prompt and output need more than ``limit`` blocks); the position of
+    the first request still to come."""
+    arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
+    while ptr < len(ids) and arrivals[ids[ptr]] <= now:
+        i = ids[ptr]
+        ptr += 1
+        log.replica[i] = index
+        if blocks(prompts[i] + outputs[i]) > limit:
+            log.rejected[i] = True
+        else:
+            waiting.append(i)
+    return ptr
+
+
+def iteration_steps(
+    index: int,
+    ids: Sequence[int],
+    requests: RequestColumns,
+    config: ReplicaConfig,
+    model: IterationModel,
+    log: ServingLog,
+    samples: ReplicaSamples,
+    transferred: set[int],
+    start: float,
+    state: ReplicaState | None = None,
+) -> Generator[float, bool | None, tuple[int, int]]:
+    """The continuous or chunked replica as a generator. Without ``state`` it serves ``ids``
+    to the end without yielding. With ``state``, ``ids`` may grow while it runs (a router
+    appends to it): it yields its clock after every iteration and ``inf`` when it has nothing
+    to do, keeping ``state`` current; sending True at an ``inf`` ends it. Returns the most KV
+    blocks in use at once and the blocks still in use at the end."""
+    arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
+    chunked = config.scheduler == "chunked"
+    bt = config.block_tokens
+    total = config.kv_blocks
+    limit = total - config.watermark_blocks
+    max_seqs, max_tokens, budget_tokens = (
+        config.max_seqs,
+        config.max_batched_tokens,
+        config.chunk_tokens,
+    )
+    step_time = model.iteration_time
+    gen, first, finish, last = log.generated, log.first_token, log.finish, log.last_token
+
+    waiting: deque[int] = deque()
+    admitted: dict[int, None] = {}  # every request holding KV blocks, oldest first
+    prefilling: dict[int, int] = {}  # chunked: request -> prompt tokens prefilled so far
+    reserved: dict[int, int] = {}  # chunked: blocks reserved for a prompt being prefilled
+    base: dict[int, int] = {}  # decoding request -> context minus decode steps
+    joined_at: dict[int, int] = {}  # decoding request -> decode step it joined at
+    run_start: dict[int, float] = {}  # decoding request -> when its run's first token came
+    lost_at: dict[int, float] = {}  # preempted request -> when its last token came
+    epoch: dict[int, int] = {}
+    heap: list[tuple[int, int, int]] = []  # (decode step it finishes at, request, epoch)
+    residue = [0] * bt
+    joiners: list[int] = []
+    used = peak = 0
+    step = 0
+    sum_base = ndec = 0
+    now = last_decode = next_sample = start
+    ptr = 0
+
+    def preempt_newest() -> int:
+        """Preempt the newest admitted request; the blocks it frees."""
+        nonlocal sum_base, ndec
+        victim = next(reversed(admitted))
+        del admitted[victim]
+        epoch[victim] = epoch.get(victim, 0) + 1
+        log.preemptions[victim] += 1
+        if victim in prefilling:
+            del prefilling[victim]
+            freed = reserved.pop(victim)
+        else:
+            b = base.pop(victim)
+            freed = -(-(b + step) // bt)
+            residue[b % bt] -= 1
+            sum_base -= b
+            ndec -= 1
+            steps = step - joined_at.pop(victim)
+            gen[victim] += steps
+            started = run_start.pop(victim)
+            lost_at[victim] = last_decode if steps else started
+            if victim in joiners:
+                joiners.remove(victim)
+        waiting.appendleft(victim)
+        if state is not None:
+            state.queued_blocks += -(-(prompts[victim] + gen[victim]) // bt)
+        return freed
+
+    def deliver(i: int, context: int) -> None:
+        """Request ``i`` got a token from a prefill of ``context`` tokens (at ``now``)."""
+        nonlocal used, sum_base, ndec
+        got = gen[i] + 1
+        gen[i] = got
+        if math.isnan(first[i]):
+            first[i] = now
+        else:
+            log.gap(now - lost_at.pop(i))
+        if got >= outputs[i]:
+            finish[i] = last[i] = now
+            del admitted[i]
+            used -= -(-context // bt)
+            if state is not None:
+                state.outstanding -= prompts[i] + outputs[i]
+            return
+        join(i, context, now)
+
+    def join(i: int, context: int, started: float) -> None:
+        """Request ``i``, holding ``context`` tokens of KV cache, joins the decodes; the token
+        its run began with came at ``started``."""
+        nonlocal sum_base, ndec
+        b = context - step
+        base[i] = b
+        residue[b % bt] += 1
+        sum_base += b
+        ndec += 1
+        joined_at[i] = step
+        run_start[i] = started
+        heapq.heappush(heap, (step + outputs[i] - gen[i], i, epoch.get(i, 0)))
+        joiners.append(i)
+
+    while True:
+        if ptr < len(ids) and arrivals[ids[ptr]] <= now:
+            ptr = _arrive(index, ids, ptr, now, requests, config.blocks, limit, log, waiting)
+        if not admitted and not waiting:
+            if ptr >= len(ids):
+                if state is None:
+                    break
+                state.free_blocks, state.held = total - used, 0
+                if (yield math.inf):
+                    break
+                continue
+            now = max(now, arrivals[ids[ptr]])
+            continue
+        if now >= next_sample:
+            samples.add(now, index, len(admitted), len(waiting), used / total)
+            next_sample = now + samples.every
+
+        # Decode blocks first: running requests keep generating before new prompts are taken
+        # (chunked), or are stalled by them only when a prefill iteration is chosen (plain).
+        prefill_tokens = 0
+        pairs = 0.0
+        batch: list[int] = []
+        if not chunked:
+            while waiting and len(admitted) < max_seqs:
+                i = waiting[0]
+                moved = i in transferred
+                context = prompts[i] if moved else prompts[i] + gen[i]
+                need = -(-context // bt)
+                if batch and not moved and prefill_tokens + context > max_tokens:
+                    break
+                if used + need > limit:
+                    break
+                waiting.popleft()
+                admitted[i] = None
+                used += need
+                if state is not None:
+                    state.queued_blocks -= need
+                if moved:
+                    transferred.discard(i)
+                    join(i, context, first[i])
+                    continue
+                prefill_tokens += context
+                pairs += chunk_pairs(context, 0)
+                batch.append(i)
+        decode = ndec > 0 and (chunked or not batch)
+        if decode:
+            need = residue[-step % bt]
+            while used + need > total:
+                victim_base = base.get(next(reversed(admitted)))
+                if victim_base is not None and (victim_base + step) % bt == 0:
+                    need -= 1
+                used -= preempt_newest()
+            used += need
+        completed: list[tuple[int, int]] = []
+        if chunked:
+            budget = budget_tokens - ndec
+            for i, done in prefilling.items():
+                if budget <= 0:
+                    break
+                context = prompts[i] + gen[i]
+                take = min(context - done, budget)
+                budget -= take
+                prefill_tokens += take
+                pairs += chunk_pairs(take, done)
+                prefilling[i] = done + take
+                if done + take == context:
+                    completed.append((i, context))
+            while budget > 0 and waiting and len(admitted) < max_seqs:
+                i = waiting[0]
+                context = prompts[i] + gen[i]
+                need = -(-context // bt)
+                if used + need > limit:
+                    break
+                waiting.popleft()
+                admitted[i] = None
+                used += need
+                if state is not None:
+                    state.queued_blocks -= need
+                reserved[i] = need
+                take = min(context, budget)
+                budget -= take
+                prefill_tokens += take
+                pairs += chunk_pairs(take, 0)
+                prefilling[i] = take
+                if take == context:
+                    completed.append((i, context))
+        if used > peak:
+            peak = used
+        if decode:
+            duration = step_time(prefill_tokens, pairs, ndec, sum_base + ndec * step)
+        else:
+            duration = step_time(prefill_tokens, pairs, 0, 0)
+        now += duration
+        log.iterations += 1
+        if decode:
+            step += 1
+            log.gap(now - last_decode, ndec - len(joiners))
+            for j in joiners:
+                log.gap(now - run_start[j])
+            joiners.clear()
+            last_decode = now
+            while heap and heap[0][0] <= step:
+                _, i, ep = heapq.heappop(heap)
+                if epoch.get(i, 0) != ep or i not in base:
+                    continue
+                b = base.pop(i)
+                used -= -(-(b + step) // bt)
+                residue[b % bt] -= 1
+                sum_base -= b
+                ndec -= 1
+                del joined_at[i], run_start[i], admitted[i]
+                gen[i] = outputs[i]
+                finish[i] = last[i] = now
+                if state is not None:
+                    state.outstanding -= prompts[i] + outputs[i]
+        if chunked:
+            for i, context in completed:
+                del prefilling[i]
+                reserved.pop(i)
+                deliver(i, context)
+        else:
+            for i in batch:
+                deliver(i, prompts[i] + gen[i])
+        if state is not None:
+            state.free_blocks, state.held = total - used, len(admitted) + len(waiting)
+            yield now
+    return peak, used
+
+
+def _static(
+    index: int,
+    ids: Sequence[int],
+    requests: RequestColumns,
+    config: ReplicaConfig,
+    model: IterationModel,
+    log: ServingLog,
+    samples: ReplicaSamples,
+    start: float,
+) -> tuple[int, int]:
+    """Request-level batching: when idle, take up to ``max_batch`` waiting requests (oldest
+    first) whose padded batch fits in KV memory; prefill them padded to the longest prompt,
+    decode padded to the longest output; every request completes with the batch."""
+    arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
+    bt, total = config.block_tokens, config.kv_blocks
+    waiting: deque[int] = deque()
+    now = next_sample = start
+    peak = 0
+    n, ptr = len(ids), 0
+    while True:
+        if ptr < n and arrivals[ids[ptr]] <= now:
+            ptr = _arrive(index, ids, ptr, now, requests, config.blocks, total, log, waiting)
+        if not waiting:
+            if ptr >= n:
+                break
+            now = max(now, arrivals[ids[ptr]])
+            continue
+        batch: list[int] = []
+        longest_prompt = longest_output = 0
+        while waiting and len(batch) < config.max_batch:
+            i = waiting[0]
+            p, o = max(longest_prompt, prompts[i]), max(longest_output, outputs[i])
+            if batch and (len(batch) + 1) * -(-(p + o) // bt) > total:
+                break
+            waiting.popleft()
+            batch.append(i)
+            longest_prompt, longest_output = p, o
+        size = len(batch)
+        blocks = size * -(-(longest_prompt + longest_output) // bt)
+        peak = max(peak, blocks)
+        if now >= next_sample:
+            samples.add(now, index, size, len(waiting), blocks / total)
+            next_sample = now + samples.every
+        now += model.iteration_time(
+            size * longest_prompt, size * chunk_pairs(longest_prompt, 0), 0, 0
+        )
+        log.iterations += 1
+        for i in batch:
+            log.first_token[i] = now
+            log.generated[i] = 1
+        for i in batch:
+            log.last_token[i] = now
+        for k in range(1, longest_output):
+            began = now
+            now += model.iteration_time(0, 0.0, size, size * (longest_prompt + k - 1))
+            log.iterations += 1
+            emitting = [i for i in batch if outputs[i] > k]
+            log.gap(now - began, len(emitting))
+            for i in emitting:
+                log.generated[i] += 1
+                log.last_token[i] = now
+        for i in batch:
+            log.finish[i] = now
+    return peak, 0

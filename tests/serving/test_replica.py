@@ -1,0 +1,150 @@
+"""The replica simulator: exact timings on small cases, and invariants on random ones."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlsched.serving.cluster import ROUTERS, STATE_ROUTERS, simulate_serving
+from dlsched.serving.config import SCHEDULERS, ReplicaConfig
+from dlsched.serving.metrics import Slo, request_table, serving_summary
+from dlsched.serving.perf.linear import LinearIterationModel
+from dlsched.serving.requests import RequestSpec, RequestTrace
+
+# 10 ms + 0.1 ms per prompt token; 20 ms + 1 ms per running request for a decode step.
+MODEL = LinearIterationModel(p0=0.010, p1=1e-4, p2=0.0, d0=0.020, d1=1e-3, d2=0.0)
+
+
+def _trace(*requests: tuple[float, int, int]) -> RequestTrace:
+    return RequestTrace.from_requests([RequestSpec(a, p, o) for a, p, o in requests])
+
+
+def test_one_request_costs_one_prefill_and_its_decode_steps() -> None:
+    run = simulate_serving(_trace((1.0, 100, 5)), MODEL, ReplicaConfig("continuous", 100))
+    table = request_table(run).to_pylist()[0]
+    prefill = 0.010 + 100 * 1e-4
+    assert table["ttft"] == pytest.approx(prefill)
+    assert table["e2e"] == pytest.approx(prefill + 4 * 0.021)
+    assert table["tbt_mean"] == pytest.approx(0.021)
+    assert table["generated_tokens"] == 5
+
+
+def test_static_batch_completes_together_and_pads_to_the_longest() -> None:
+    trace = _trace((0.0, 100, 2), (0.0, 50, 6))
+    run = simulate_serving(trace, MODEL, ReplicaConfig("static", 1000, max_batch=8))
+    rows = request_table(run).to_pylist()
+    prefill = 0.010 + 2 * 100 * 1e-4  # padded to the longer prompt
+    assert rows[0]["ttft"] == rows[1]["ttft"] == pytest.approx(prefill)
+    assert rows[0]["e2e"] == rows[1]["e2e"] == pytest.approx(prefill + 5 * 0.022)
+    continuous = request_table(
+        simulate_serving(trace, MODEL, ReplicaConfig("continuous", 1000))
+    ).to_pylist()
+    assert continuous[0]["e2e"] < rows[0]["e2e"]
+
+
+def test_tight_memory_preempts_and_recomputes_yet_every_request_finishes() -> None:
+    # Each request needs up to 4 blocks of 16 tokens; 6 blocks hold fewer than two at full length.
+    trace = _trace(*[(0.0, 30, 30) for _ in range(4)])
+    run = simulate_serving(trace, MODEL, ReplicaConfig("continuous", 6))
+    summary = serving_summary(run, Slo())
+    assert summary["preemptions"] > 0
+    assert run.log.generated == [30] * 4
+    assert max(run.peak_blocks) <= 6
+
+
+def test_chunked_prefill_keeps_decodes_going_beside_a_long_prompt() -> None:
+    trace = _trace((0.0, 10, 50), (0.2, 4000, 2))
+    plain = simulate_serving(trace, MODEL, ReplicaConfig("continuous", 1000))
+    chunked = simulate_serving(trace, MODEL, ReplicaConfig("chunked", 1000, chunk_tokens=256))
+    worst = [run.log.gap_percentiles((100.0,))[0] for run in (plain, chunked)]
+    assert worst[0] == pytest.approx(0.010 + 4000 * 1e-4 + 0.021, rel=0.3)
+    assert worst[1] is not None and worst[0] is not None and worst[1] < worst[0] / 3
+
+
+def test_a_request_that_can_never_fit_is_rejected_not_looped_on() -> None:
+    run = simulate_serving(
+        _trace((0.0, 1000, 10), (0.0, 10, 3)), MODEL, ReplicaConfig("chunked", 8)
+    )
+    assert run.log.rejected == [True, False]
+    summary = serving_summary(run, Slo())
+    assert summary["rejected"] == 1 and summary["served"] == 1
+    assert summary["slo_attainment"] == 0.5
+    assert summary["energy_j"] is None
+
+
+requests_strategy = st.lists(
+    st.tuples(st.floats(0, 5, allow_nan=False), st.integers(1, 200), st.integers(1, 120)),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    requests=requests_strategy,
+    scheduler=st.sampled_from(SCHEDULERS),
+    blocks=st.integers(4, 60),
+    replicas=st.integers(1, 3),
+    chunk=st.integers(2, 64),
+    max_seqs=st.integers(1, 8),
+    router=st.sampled_from(ROUTERS),
+)
+def test_invariants(
+    requests: list[tuple[float, int, int]],
+    scheduler: str,
+    blocks: int,
+    replicas: int,
+    chunk: int,
+    max_seqs: int,
+    router: str,
+) -> None:
+    if scheduler == "static" and router in STATE_ROUTERS:
+        router = "random"
+    config = ReplicaConfig(
+        scheduler, blocks, chunk_tokens=chunk, max_seqs=max_seqs, max_batch=max_seqs
+    )
+    trace = _trace(*requests)
+    run = simulate_serving(trace, MODEL, config, replicas=replicas, router=router, seed=3)
+    log = run.log
+    arrival, prompts, outputs = trace.arrays()
+    for i in range(len(trace)):
+        fits = math.ceil((prompts[i] + outputs[i]) / 16) <= blocks
+        assert log.rejected[i] == (not fits)
+        if not fits:
+            assert math.isnan(log.finish[i]) and log.generated[i] == 0
+            continue
+        # Answered once, with exactly its tokens, and in order in time.
+        assert log.generated[i] == outputs[i]
+        assert arrival[i] <= log.first_token[i] <= log.last_token[i] <= log.finish[i]
+    # KV memory never over-committed on any replica, and every block given back.
+    assert all(peak <= blocks for peak in run.peak_blocks)
+    assert run.final_blocks == (0,) * replicas
+    table = request_table(run)
+    ttft = table.column("ttft").to_numpy(zero_copy_only=False)
+    e2e = table.column("e2e").to_numpy(zero_copy_only=False)
+    served = ~np.isnan(e2e)
+    assert (ttft[served] <= e2e[served]).all()
+    # Deterministic: the same inputs give the same outcome.
+    again = simulate_serving(trace, MODEL, config, replicas=replicas, router=router, seed=3)
+    assert request_table(again).equals(table)
+    assert again.log.gaps == log.gaps
+
+
+def test_least_outstanding_tokens_steers_around_a_long_request() -> None:
+    trace = _trace((0.0, 100, 2000), *[(0.1 + 0.05 * k, 100, 20) for k in range(40)])
+    config = ReplicaConfig("continuous", 10_000)
+    counts = {}
+    for router in ("round-robin", "least-outstanding-tokens", "kv-aware"):
+        run = simulate_serving(trace, MODEL, config, replicas=2, router=router)
+        counts[router] = run.log.replica.count(run.log.replica[0])
+        assert run.final_blocks == (0, 0)
+    # Round robin gives the long request's replica half the rest; the state-aware routers
+    # send it fewer while its 2,000 tokens are outstanding.
+    assert counts["round-robin"] == 21
+    assert counts["least-outstanding-tokens"] < 21
+    with pytest.raises(ValueError, match="needs the continuous or chunked scheduler"):
+        simulate_serving(trace, MODEL, ReplicaConfig("static", 100), 2, "kv-aware")
