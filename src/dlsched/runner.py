@@ -11,7 +11,7 @@ from typing import Any
 
 from dlsched import __version__
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.extras import require_components
+from dlsched.extras import require, require_components
 from dlsched.metrics.rundir import write_run
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import ProgressFn, RunResult, simulate
@@ -210,6 +210,8 @@ def check_extras(sim: SimConfig) -> None:
             ("--power-manager", sim.power.manager),
         ]
     )
+    if sim.queues is not None:
+        require("--queues", "tenancy")
 
 
 class NothingRan(ValueError):

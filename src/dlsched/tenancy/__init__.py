@@ -8,7 +8,9 @@
 - :mod:`~dlsched.tenancy.admission`: admission of workloads, with Kueue's classic and fair
   preemption;
 - :mod:`~dlsched.tenancy.stage`: the admission stage the simulator composes in front of its
-  ordering schedulers.
+  ordering schedulers;
+- :mod:`~dlsched.tenancy.report`: per-tenant figures of a run (JCT, queueing, slowdown, quota
+  used/borrowed/lent, evictions by cause, fairness).
 
 Importing this package is cheap: nothing is imported until a submodule is.
 """

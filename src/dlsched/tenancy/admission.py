@@ -149,6 +149,17 @@ class Admission:
             for cq in self.cqs
         ]
         self.fair = tenancy.fair_sharing.enabled
+        self._flavor_type = {
+            fl.name: fl.gpu_type for groups in self._groups for g in groups for fl in g.flavors
+        }
+
+    def gpu_type_of(self, wl: Workload) -> str | None:
+        """The GPU type the flavors of an admitted workload select (None: any type)."""
+        for name in wl.flavors:
+            gpu_type = self._flavor_type.get(name)
+            if gpu_type is not None:
+                return gpu_type
+        return None
 
     def _cq_groups(self, cq: ClusterQueue, gpu_types: list[str]) -> list[_Group]:
         groups: list[_Group] = []
