@@ -84,3 +84,19 @@ def test_allocation_policy_with_queues_exits_2(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.exit_code == 2
     assert "--queues: policy 'pollux' allocates GPUs" in r.output
+
+
+def test_compare_shows_tenant_figures(tmp_path: Path) -> None:
+    common = ("--trace", TRACE, "--cluster", "philly-vcs", "--no-progress")
+    assert invoke("simulate", *common, "--out", tmp_path / "vcs").exit_code == 0
+    r = invoke(
+        "simulate", *common, "--no-partitions", "--queues", PHILLY_QUEUES,
+        "--out", tmp_path / "cohort",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    r = invoke("compare", tmp_path / "vcs", tmp_path / "cohort")
+    assert r.exit_code == 0, r.output
+    assert "Jain's index (tenants)" in r.output
+    assert "preemptions: reclaim" in r.output
+    line = next(x for x in r.output.splitlines() if "vc-6214e9: avg JCT" in x)
+    assert "-" in line.split("│")[2]  # the run without queues has no tenants

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dlsched.analysis.compare import COMPARED, compare_runs, format_value
+from dlsched.analysis.compare import COMPARED, compare_runs, format_value, tenant_rows
 from dlsched.cli.errors import user_errors
 
 
@@ -34,4 +34,6 @@ def compare(
             cells.append(text)
         table.add_row(title, *cells)
     table.add_row("jobs", *[format_value("jobs", s.get("jobs")) for s in cmp.summaries])
+    for title, values in tenant_rows(cmp.summaries):
+        table.add_row(title, *[format_value(title, v) for v in values])
     Console(width=max(100, 24 * (len(cmp.labels) + 1))).print(table)
