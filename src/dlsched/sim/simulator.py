@@ -539,9 +539,7 @@ class Simulator:
     def _wait_admission(self, job: SimJob, now: float) -> SimJob | None:
         """``job`` waits for admission; None when it can never be admitted (set aside)."""
         assert self.admission is not None
-        d = job.demand
-        requests = {"gpu": float(d.gpus), "cpu": d.cpus, "memory": d.memory_mib, "pods": 1.0}
-        reason = self.admission.arrive(job, job.row, requests, now)
+        reason = self.admission.arrive(job, job.row, job.demand, now)
         if reason is not None:
             self.records.set_aside(job.row, reason, job.gpus, now)
             return None

@@ -390,8 +390,22 @@ class Admission:
         pol = self.cqs[cq].preemption
         req = a.request
         same = [w for w in self.admitted[cq] if self._within_allows(wl, w)]
+        usage, nominal = quota.usage[cq], quota.nominal[cq]
+        under_nominal = all(usage.get(fr, 0.0) < nominal.get(fr, 0.0) for fr in req)
+        # Classic reclaim without borrowWithinCohort admits only within the nominal quota:
+        # when that cannot be, other queues' workloads are no candidates (nothing to gather).
+        reclaim_can_help = (
+            self.fair
+            or pol.borrow_within_cohort != NEVER
+            or (
+                under_nominal
+                and all(
+                    usage.get(fr, 0.0) + v <= nominal.get(fr, 0.0) + EPS for fr, v in req.items()
+                )
+            )
+        )
         others: list[Workload] = []
-        if quota.parent[cq] is not None and pol.reclaim_within_cohort != NEVER:
+        if reclaim_can_help and quota.parent[cq] is not None and pol.reclaim_within_cohort != NEVER:
             for y in self._tree[quota.root[cq]]:
                 if y == cq or not self._still_borrowing(y, req):
                     continue
@@ -407,9 +421,6 @@ class Admission:
             return (w.cq == cq, w.priority, -w.admitted_at, -w.seq)
 
         same.sort(key=order)
-        under_nominal = all(
-            quota.usage[cq].get(fr, 0.0) < quota.nominal[cq].get(fr, 0.0) for fr in req
-        )
         targets: list[Workload] = []
         if not others:
             targets = self._minimal(wl, req, same, True)

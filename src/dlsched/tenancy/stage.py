@@ -19,7 +19,7 @@ from typing import Any
 
 from dlsched.tenancy.admission import CAUSES, Admission, Workload
 from dlsched.tenancy.errors import TenancyError
-from dlsched.tenancy.model import GPU, Tenancy, resource_kind
+from dlsched.tenancy.model import CPU, GPU, MEMORY, PODS, Tenancy, resource_kind
 from dlsched.tenancy.queue_map import QueueMap
 
 
@@ -67,14 +67,16 @@ class AdmissionStage:
         quota = self.admission.quota
         gpu_frs = {fr for fr, (_, name) in quota.fr_names.items() if resource_kind(name) == GPU}
         self._gpu_frs = [[fr for fr in quota.nominal[cq] if fr in gpu_frs] for cq in index.values()]
-        self._last = 0.0
-        self._used = [0.0] * len(self.names)
-        self._borrowed = [0.0] * len(self.names)
-        self._used_s = [0.0] * len(self.names)
-        self._borrowed_s = [0.0] * len(self.names)
+        n = len(self.names)
+        # Per queue: GPUs in use and borrowed since ``_since``, and their integrals before.
+        self._since = [0.0] * n
+        self._used = [0.0] * n
+        self._borrowed = [0.0] * n
+        self._used_s = [0.0] * n
+        self._borrowed_s = [0.0] * n
         self._start: float | None = None
-        self.samples: list[tuple[float, int, float, float]] = []
-        """(time, ClusterQueue, GPUs in use, GPUs borrowed) at every change of a queue's use."""
+        self._never: dict[tuple[int, Any], str | None] = {}
+        self._requests: dict[Any, dict[str, float]] = {}
 
     def _resolve(
         self, queue_map: QueueMap, vc: str | None, user: str | None, index: dict[str, int]
@@ -93,23 +95,28 @@ class AdmissionStage:
         return index[lq.cluster_queue], self.tenancy.priority(queue_map.priority_class(vc, user))
 
     # ---- jobs in and out ---------------------------------------------------------------------
-    def arrive(self, job: Any, row: int, requests: dict[str, float], now: float) -> str | None:
-        """``job`` (trace row ``row``, asking ``requests`` by resource kind) waits for
-        admission; or the reason it can never be admitted (then it does not wait)."""
+    def arrive(self, job: Any, row: int, demand: Any, now: float) -> str | None:
+        """``job`` (trace row ``row``) waits for admission, asking its ``demand`` (GPUs, CPUs,
+        memory in MiB, GPU type; one pod); or the reason it can never be admitted (then it does
+        not wait). Demands are compared by value, so equal ones share their checks."""
         cq = self.row_cq[row]
         if cq < 0:
             return self.unmapped[cq]
+        requests = self._requests.get(demand)
+        if requests is None:
+            asked = {GPU: float(demand.gpus), CPU: demand.cpus, MEMORY: demand.memory_mib}
+            requests = {k: v for k, v in asked.items() if v}
+            requests[PODS] = 1.0
+            self._requests[demand] = requests
         self._seq += 1
         wl = Workload(
-            job,
-            cq,
-            self.row_priority[row],
-            now,
-            self._seq,
-            {k: v for k, v in requests.items() if v},
-            getattr(getattr(job, "demand", None), "gpu_type", None),
+            job, cq, self.row_priority[row], now, self._seq, requests, demand.gpu_type, shape=demand
         )
-        reason = self.admission.never_admitted(wl)
+        key = (cq, demand)
+        if key in self._never:
+            reason = self._never[key]
+        else:
+            reason = self._never[key] = self.admission.never_admitted(wl)
         if reason is not None:
             return reason
         self._workloads[job] = wl
@@ -123,7 +130,6 @@ class AdmissionStage:
     def finish(self, job: Any, now: float) -> None:
         """An admitted job ended: its quota is free again."""
         wl = self._workloads.pop(job)
-        self._advance(now)
         self.admission.finish(wl)
         self._note(wl.cq, now)
 
@@ -140,7 +146,6 @@ class AdmissionStage:
         back with :meth:`requeue`."""
         if self._start is None:
             self._start = now
-        self._advance(now)
         out: list[Decision] = []
         touched: set[int] = set()
         for admitted in self.admission.schedule(now):
@@ -156,15 +161,6 @@ class AdmissionStage:
         return out
 
     # ---- what the run reports ----------------------------------------------------------------
-    def _advance(self, now: float) -> None:
-        dt = now - self._last
-        if dt > 0:
-            for cq in range(len(self.names)):
-                if self._used[cq]:
-                    self._used_s[cq] += self._used[cq] * dt
-                    self._borrowed_s[cq] += self._borrowed[cq] * dt
-        self._last = now
-
     def _note(self, cq: int, now: float) -> None:
         quota = self.admission.quota
         used = sum(quota.usage[cq].get(fr, 0.0) for fr in self._gpu_frs[cq])
@@ -173,13 +169,20 @@ class AdmissionStage:
             for fr in self._gpu_frs[cq]
         )
         if used != self._used[cq] or borrowed != self._borrowed[cq]:
+            self._integrate(cq, now)
             self._used[cq], self._borrowed[cq] = used, borrowed
-            self.samples.append((now, cq, used, borrowed))
+
+    def _integrate(self, cq: int, now: float) -> None:
+        dt = now - self._since[cq]
+        self._used_s[cq] += self._used[cq] * dt
+        self._borrowed_s[cq] += self._borrowed[cq] * dt
+        self._since[cq] = now
 
     def report(self, end: float) -> dict[str, dict[str, Any]]:
         """Per ClusterQueue: nominal GPU quota, time-averaged GPUs in use and borrowed over
         the run, and evictions by cause."""
-        self._advance(end)
+        for cq in range(len(self.names)):
+            self._integrate(cq, end)
         span = end - (self._start if self._start is not None else end)
         quota = self.admission.quota
         out: dict[str, dict[str, Any]] = {}
