@@ -143,6 +143,14 @@ class Admission:
             self._tree.setdefault(self.quota.root[i], []).append(i)
         self._waiting_in_tree: dict[int, set[int]] = {r: set() for r in self._tree}
         self._dirty: set[int] = set()
+        # Parked queues (classic admission): a queue whose heads could not be admitted waits
+        # until its tree has released at least their deficit (quota freed can raise what a
+        # queue may take by no more than the amount freed), or, when it could reclaim, until
+        # a queue of its tree borrows. Heap per tree of (released threshold, version, queue).
+        self._released = dict.fromkeys(self._tree, 0.0)
+        self._parked: dict[int, list[tuple[float, int, int]]] = {r: [] for r in self._tree}
+        self._hungry: dict[int, set[int]] = {r: set() for r in self._tree}
+        self._version = [0] * len(self.cqs)
         self._preempts = [
             cq.preemption.within_cluster_queue != NEVER
             or cq.preemption.reclaim_within_cohort != NEVER
@@ -222,8 +230,18 @@ class Admission:
         assert wl.assignment is not None
         self.quota.remove(wl.cq, wl.assignment)
         del self.admitted[wl.cq][wl]
+        root = self.quota.root[wl.cq]
+        released = self._released[root] = self._released[root] + sum(wl.assignment.values())
         wl.assignment = None
-        self._dirty |= self._waiting_in_tree[self.quota.root[wl.cq]]
+        if self.fair:
+            # Fair sharing's order and targets change with every share: re-check them all.
+            self._dirty |= self._waiting_in_tree[root]
+            return
+        parked = self._parked[root]
+        while parked and parked[0][0] <= released:
+            _, version, cq = heappop(parked)
+            if version == self._version[cq]:
+                self._dirty.add(cq)
 
     def admit_now(self, wl: Workload, now: float) -> bool:
         """Admit ``wl`` (not pending) if it fits without preemption; for setting up a state."""
@@ -300,10 +318,65 @@ class Admission:
         wl.borrows = any(self.quota.borrowing(wl.cq, fr) for fr in a.request)
         wl.admitted_at = now
         self.admitted[wl.cq][wl] = None
+        if wl.borrows:
+            hungry = self._hungry[self.quota.root[wl.cq]]
+            if hungry:
+                self._dirty |= hungry
+                hungry.clear()
+
+    def _park(self, cq: int, heads: list[Workload]) -> None:
+        """No head of ``cq`` can be admitted now: wait for enough released quota, or for a
+        borrower to reclaim from (see ``__init__``)."""
+        if self.fair or not heads:
+            return
+        root = self.quota.root[cq]
+        self._version[cq] += 1
+        deficit = min(self._deficit(wl) for wl in heads)
+        heappush(self._parked[root], (self._released[root] + deficit - EPS, self._version[cq], cq))
+        pol = self.cqs[cq].preemption
+        if pol.reclaim_within_cohort != NEVER and (
+            pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads)
+        ):
+            self._hungry[root].add(cq)
+
+    def _within_nominal(self, wl: Workload) -> bool:
+        """Whether ``wl`` would fit its queue's nominal quota in some flavor of each group (what
+        classic reclaim needs)."""
+        quota = self.quota
+        usage, nominal = quota.usage[wl.cq], quota.nominal[wl.cq]
+        for group in self._groups[wl.cq]:
+            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
+            if needed and not any(
+                all(
+                    usage.get(fl.frs[k], 0.0) + a <= nominal.get(fl.frs[k], 0.0) + EPS
+                    for k, a in needed
+                )
+                for fl in group.flavors
+            ):
+                return False
+        return True
+
+    def _deficit(self, wl: Workload) -> float:
+        """How much more quota ``wl`` needs than its queue may take now (its best flavors)."""
+        quota = self.quota
+        total = 0.0
+        for group in self._groups[wl.cq]:
+            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
+            if not needed:
+                continue
+            best = float("inf")
+            for fl in group.flavors:
+                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
+                    continue
+                lack = sum(max(0.0, a - quota.available(wl.cq, fl.frs[k])) for k, a in needed)
+                best = min(best, lack)
+            total += best
+        return total
 
     def _candidate(self, cq: int) -> tuple[Workload, _Assignment, list[Eviction]] | None:
         heads = sorted(heap[0] for heap in self.pending[cq].values())
         strict = self.cqs[cq].queueing_strategy == STRICT_FIFO
+        tried: list[Workload] = []
         for entry in heads:
             wl = entry[3]
             a = self._assign(wl)
@@ -313,8 +386,10 @@ class Admission:
                 targets = self._targets(wl, a)
                 if targets:
                     return wl, a, targets
+            tried.append(wl)
             if strict:
-                return None
+                break
+        self._park(cq, tried)
         return None
 
     def _assign(self, wl: Workload) -> _Assignment:
