@@ -71,6 +71,7 @@ SESSIONS = {
         slow=True,
     ),
     "mixed": Session(("Mixed workloads",), shared=True, slow=True),
+    "tenants": Session(("Shared clusters: queues and quotas",), shared=True, slow=True),
     "service": Session(
         ("The live service", "The training workload and the dashboard"),
         slow=True,
@@ -182,6 +183,7 @@ def _check_outputs(name: str, checkout: Path) -> None:
         ],
         "mixed": ["mixed.parquet", "runs/mixed/summary.json"],
         "elastic": ["runs/ones/summary.json"],
+        "tenants": ["runs/vcs/summary.json", "runs/cohort/summary.json"],
     }
     missing = [p for p in expected.get(name, []) if not (checkout / p).is_file()]
     assert not missing, missing

@@ -95,7 +95,7 @@ def test_job_larger_than_its_queue_is_set_aside(tmp_path: Path) -> None:
     assert jobs["a1"]["status"] == "set_aside"
     assert "more than ClusterQueue 'a' can ever get" in jobs["a1"]["reason"]
     assert jobs["z1"]["status"] == "set_aside"
-    assert "no LocalQueue 'zz'" in jobs["z1"]["reason"]
+    assert "LocalQueue 'zz': no such LocalQueue" in jobs["z1"]["reason"]
     assert jobs["b1"]["status"] == "finished"
 
 

@@ -114,3 +114,11 @@ def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     path.write_text("apiVersion: kueue.x-k8s.io/v1beta1\nkind: [ClusterQueue\n")
     with pytest.raises(TenancyError, match=r"bad.yaml:\d+: not valid YAML"):
         read_manifests(path)
+
+
+def test_bundled_manifests_by_name() -> None:
+    tenancy = read_manifests("philly-cohort")
+    assert len(tenancy.cluster_queues) == 11
+    assert {cq.cohort for cq in tenancy.cluster_queues.values()} == {"philly"}
+    with pytest.raises(FileNotFoundError, match="bundled: philly-cohort"):
+        read_manifests("no-such-queues")

@@ -403,19 +403,35 @@ def load_yaml_documents(path: Path) -> list[object]:
         ) from None
 
 
+def _bundled_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "data" / "queues"
+
+
+def bundled_manifest_names() -> tuple[str, ...]:
+    """Names of the manifests shipped with dlsched (``src/dlsched/data/queues/NAME.yaml``)."""
+    return tuple(sorted(p.stem for p in _bundled_dir().glob("*.yaml")))
+
+
 def read_manifests(paths: str | Path | list[str | Path]) -> Tenancy:
     """The queue objects of one or more YAML files (a directory: its ``*.yaml``/``*.yml``
-    files, in name order), validated."""
+    files, in name order; a name that is no path: the bundled manifests of that name, e.g.
+    ``philly-cohort``), validated."""
     items = paths if isinstance(paths, list) else [paths]
     files: list[Path] = []
     for item in items:
         p = Path(item)
+        bundled = _bundled_dir() / f"{item}.yaml"
         if p.is_dir():
             files.extend(sorted([*p.glob("*.yaml"), *p.glob("*.yml")]))
-        elif not p.is_file():
-            raise FileNotFoundError(f"queue manifests {p}: no such file or directory")
-        else:
+        elif p.is_file():
             files.append(p)
+        elif "/" not in str(item) and bundled.is_file():
+            files.append(bundled)
+        else:
+            raise FileNotFoundError(
+                f"queue manifests {p}: no such file or directory, nor bundled manifests of that "
+                f"name (bundled: {', '.join(bundled_manifest_names())})"
+            )
     builder = _Builder()
     for path in files:
         for index, data in enumerate(load_yaml_documents(path), start=1):

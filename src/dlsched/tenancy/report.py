@@ -5,8 +5,10 @@
   (admission to finish or eviction, time-weighted), the GPUs it lent (the cohort tree's average
   borrowing split in proportion to each queue's average unused nominal quota — an attribution,
   as quota lent is not tied to one lender), and its evictions by cause;
-- ``preemptions_by_cause``: evictions by admission, by cause (``priority``: within a queue,
-  ``reclaim``: quota taken back by its owner, ``fair_share``: fair-sharing preemption);
+- ``preemptions_by_cause``: evictions by admission (of running jobs, counted in
+  ``preemptions`` too, and of admitted jobs that had not started yet), by cause
+  (``priority``: within a queue, ``reclaim``: quota taken back by its owner, ``fair_share``:
+  fair-sharing preemption);
 - ``tenant_fairness_jain``: Jain's index over the tenants' dominant shares (their average GPU
   share of the cluster) each divided by its fair share (its nominal quota's share of all
   nominal quota): 1 when every tenant got its entitlement in proportion;

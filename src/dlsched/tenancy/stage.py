@@ -86,11 +86,12 @@ class AdmissionStage:
         ref = queue_map.queue_ref(vc, user)
         try:
             if ref is None:
-                raise TenancyError(f"queue map {queue_map.source} names no LocalQueue")
+                raise TenancyError(f"queue map {queue_map.source} names none")
             lq = self.tenancy.local_queue(ref)
         except TenancyError as exc:
             missing = len(self.unmapped) + 1
-            self.unmapped[-missing] = f"vc {vc!r}, user {user!r}: {exc}"
+            detail = "no such LocalQueue" if ref is not None else str(exc)
+            self.unmapped[-missing] = f"vc {vc!r}, user {user!r}: LocalQueue {ref!r}: {detail}"
             return -missing, 0
         return index[lq.cluster_queue], self.tenancy.priority(queue_map.priority_class(vc, user))
 
