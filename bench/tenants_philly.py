@@ -45,9 +45,11 @@ def main() -> None:
         result = simulate(trace, cluster, cfg)
         s = result.summary
         jobs = result.jobs.filter(pc.equal(result.jobs["status"], "finished"))
-        vcs = trace.table.column("vc").take(
-            pc.index_in(jobs["job_id"], trace.table["job_id"])
-        ).to_pylist()
+        vcs = (
+            trace.table.column("vc")
+            .take(pc.index_in(jobs["job_id"], trace.table["job_id"]))
+            .to_pylist()
+        )
         jct = jobs["jct_s"].to_pylist()
         queue = jobs["queue_s"].to_pylist()
         sums: dict[str, list[float]] = {}
