@@ -169,3 +169,26 @@ def test_runs_without_queues_report_null_tenants() -> None:
     assert s["tenants"] is None
     assert s["tenant_fairness_jain"] is None
     assert s["preemptions_by_cause"] is None
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias"])
+def test_admitted_job_not_yet_placed_is_withdrawn_when_evicted(tmp_path: Path, policy: str) -> None:
+    # Quotas (16 GPUs) exceed the cluster (8): b1 is admitted by borrowing but cannot be placed
+    # while b0 runs; a1 reclaims that quota, so b1 leaves its policy's queue without running.
+    docs = documents(
+        {"a": {"gpu": 8, "cohort": "pool", "reclaim": "Any"}, "b": {"gpu": 8, "cohort": "pool"}}
+    )
+    path = write(tmp_path / "q.yaml", docs)
+    trace = _rigid([("b0", 0, 8, 1000, "b"), ("b1", 1, 4, 50, "b"), ("a1", 61, 8, 30, "a")])
+    cfg = SimConfig(policy=policy, use_partitions=False, queues=str(path))
+    result = simulate(trace, CLUSTER, cfg, record_segments=True)
+    jobs = _by_id(result)
+    assert all(j["status"] == "finished" for j in jobs.values())
+    assert jobs["b1"]["preemptions"] == 0
+    assert result.summary["preemptions_by_cause"]["reclaim"] == 1
+    assert result.summary["tenants"]["b"]["preemptions"]["reclaim"] == 1
+    assert min(jobs["a1"]["first_start_s"], jobs["b1"]["first_start_s"]) >= 1000
+    if policy == "fifo":
+        # b1 is readmitted when b0's quota is free; FIFO runs the older b1 first.
+        assert (jobs["b1"]["first_start_s"], jobs["a1"]["first_start_s"]) == (1000, 1050)
+    assert_no_overcommit(result.segments or [])
