@@ -192,3 +192,35 @@ def test_admitted_job_not_yet_placed_is_withdrawn_when_evicted(tmp_path: Path, p
         # b1 is readmitted when b0's quota is free; FIFO runs the older b1 first.
         assert (jobs["b1"]["first_start_s"], jobs["a1"]["first_start_s"]) == (1000, 1050)
     assert_no_overcommit(result.segments or [])
+
+
+def test_ps_jobs_run_within_their_queue_quota(tmp_path: Path) -> None:
+    from dlsched.ps.machines import machines_from_cluster
+    from dlsched.ps.workload import build_workload, workload_trace
+    from dlsched.sim.simulator import with_task_resources
+
+    machines = tuple(machines_from_cluster(with_task_resources(CLUSTER)))
+    jobs = build_workload(8, machines, seed=1, time_scale=0.01, max_s=1800.0)
+    path = write(tmp_path / "q.yaml", documents({"a": {"gpu": 3}}))
+    qmap = tmp_path / "map.toml"
+    qmap.write_text('default = "a"\n')
+    cfg = SimConfig(use_partitions=False, queues=str(path), queue_map=str(qmap))
+    result = simulate(workload_trace(tuple(jobs)), CLUSTER, cfg, record_segments=True)
+    rows = result.jobs.to_pylist()
+    assert all(r["status"] == "finished" or "can ever get" in (r["reason"] or "") for r in rows)
+    assert any(r["status"] == "finished" for r in rows)
+    assert any(r["gpus"] > 3 and r["status"] == "set_aside" for r in rows) or all(
+        r["gpus"] <= 3 for r in rows
+    )
+    # At no instant do the queue's jobs hold more GPUs than its nominal quota.
+    points = sorted(
+        (t, d)
+        for s in result.segments or []
+        if s.gpu >= 0 and s.end > s.begin
+        for t, d in ((s.begin, 1), (s.end, -1))
+    )
+    held = peak = 0
+    for _, d in points:
+        held += d
+        peak = max(peak, held)
+    assert 0 < peak <= 3
