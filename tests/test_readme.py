@@ -75,6 +75,7 @@ SESSIONS = {
     "serving-shared": Session(
         ("Request traces, disaggregation, serving beside training",), shared=True
     ),
+    "tenants": Session(("Shared clusters: queues and quotas",), shared=True, slow=True),
     "service": Session(
         ("The live service", "The training workload and the dashboard"),
         slow=True,
@@ -192,6 +193,7 @@ def _check_outputs(name: str, checkout: Path) -> None:
             "runs/serve/split/summary.json",
             "runs/serve/beside/summary.json",
         ],
+        "tenants": ["runs/vcs/summary.json", "runs/cohort/summary.json"],
     }
     missing = [p for p in expected.get(name, []) if not (checkout / p).is_file()]
     assert not missing, missing

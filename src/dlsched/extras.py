@@ -20,13 +20,14 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "postgres": ("psycopg",),
     "ray": ("ray",),
     "train": ("torch",),
+    "tenancy": ("yaml",),
 }
 """Extra name -> the top-level modules of it that dlsched imports (see pyproject.toml)."""
 
 PROVIDER = {module: extra for extra, modules in EXTRAS.items() for module in modules}
 """Module -> the extra to install for it, for a hint after an unexpected import failure."""
 
-DISTRIBUTIONS = {"sklearn": "scikit-learn", "torch": "PyTorch"}
+DISTRIBUTIONS = {"sklearn": "scikit-learn", "torch": "PyTorch", "yaml": "PyYAML"}
 """Module -> the name users know it by, where they differ."""
 
 INSTALL_NOTES = {

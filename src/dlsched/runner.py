@@ -11,7 +11,7 @@ from typing import Any
 
 from dlsched import __version__
 from dlsched.cluster.parse import resolve_cluster
-from dlsched.extras import require_components
+from dlsched.extras import require, require_components
 from dlsched.metrics.rundir import write_run
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import ProgressFn, RunResult, simulate
@@ -165,6 +165,10 @@ class Experiment:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record. Paths that exist are made absolute, so a rerun works from any
         working directory."""
+        sim = self.sim.to_dict()
+        for key in ("queues", "queue_map"):
+            if sim[key] is not None:
+                sim[key] = _absolute_if_file(sim[key])
         return {
             "dlsched_version": __version__,
             "trace": _absolute_if_file(self.trace),
@@ -172,7 +176,7 @@ class Experiment:
             "skip_bad_rows": self.skip_bad_rows,
             "cluster": _absolute_if_file(self.cluster),
             "selection": asdict(self.selection),
-            "sim": self.sim.to_dict(),
+            "sim": sim,
         }
 
     @classmethod
@@ -210,6 +214,8 @@ def check_extras(sim: SimConfig) -> None:
             ("--power-manager", sim.power.manager),
         ]
     )
+    if sim.queues is not None:
+        require("--queues", "tenancy")
 
 
 class NothingRan(ValueError):

@@ -17,6 +17,8 @@ COMPARED = (
     ("gpu_utilization", "GPU util"),
     ("avg_slowdown", "avg slowdown"),
     ("preemptions", "preemptions"),
+    ("tenant_fairness_jain", "Jain's index (tenants)"),
+    ("tenant_fair_share_max_deviation", "max fair-share deviation"),
 )
 SERVING_COMPARED = (
     ("ttft_s.p50", "TTFT p50 (s)"),
@@ -30,6 +32,13 @@ SERVING_COMPARED = (
     ("preemptions", "preemptions"),
 )
 SERVING = "serving"
+
+TENANT_FIGURES = (
+    ("avg_jct_s", "avg JCT (s)"),
+    ("avg_queue_s", "avg queue (s)"),
+    ("borrowed_gpus_avg", "GPUs borrowed"),
+)
+"""Per-tenant figures ``compare`` shows for every tenant of a run with queues."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,26 @@ class Comparison:
         if not isinstance(base, int | float) or not isinstance(value, int | float) or base == 0:
             return None
         return float(value) / float(base)
+
+
+def tenant_rows(summaries: tuple[dict[str, Any], ...]) -> list[tuple[str, list[Any]]]:
+    """(title, one value per run) for each tenant of any run with queues: its figures of
+    :data:`TENANT_FIGURES` and its evictions by cause (None where a run has no such tenant)."""
+    names: dict[str, None] = {}
+    for s in summaries:
+        names.update(dict.fromkeys(s.get("tenants") or {}))
+    causes: dict[str, None] = {}
+    for s in summaries:
+        causes.update(dict.fromkeys(s.get("preemptions_by_cause") or {}))
+    rows: list[tuple[str, list[Any]]] = [
+        (f"preemptions: {c}", [(s.get("preemptions_by_cause") or {}).get(c) for s in summaries])
+        for c in causes
+    ]
+    for name in names:
+        for key, title in TENANT_FIGURES:
+            values = [((s.get("tenants") or {}).get(name) or {}).get(key) for s in summaries]
+            rows.append((f"{name}: {title}", values))
+    return rows
 
 
 def compare_runs(runs: list[str | Path]) -> Comparison:

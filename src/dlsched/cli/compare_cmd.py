@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dlsched.analysis.compare import compare_runs, format_value
+from dlsched.analysis.compare import compare_runs, format_value, tenant_rows
 from dlsched.cli.errors import user_errors
 
 
@@ -35,4 +35,6 @@ def compare(
         table.add_row(title, *cells)
     count = cmp.count_key
     table.add_row(count, *[format_value(count, s.get(count)) for s in cmp.summaries])
+    for title, values in tenant_rows(cmp.summaries):
+        table.add_row(title, *[format_value(title, v) for v in values])
     Console(width=max(100, 24 * (len(cmp.labels) + 1))).print(table)

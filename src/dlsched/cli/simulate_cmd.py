@@ -167,6 +167,14 @@ def simulate(
         bool,
         typer.Option(help="With --power-manager: also run without it and report the difference."),
     ] = True,
+    queues: Annotated[
+        str | None,
+        typer.Option(help="Kueue manifests (YAML file or directory): admission by quota first."),
+    ] = None,
+    queue_map: Annotated[
+        str | None,
+        typer.Option(help="With --queues: TOML mapping VCs/users to LocalQueues (default: by VC)."),
+    ] = None,
     progress: ProgressOpt = True,
     force: ForceOpt = False,
 ) -> None:
@@ -179,6 +187,8 @@ def simulate(
             check_backfill(policy)
             options[BACKFILL_OPTION] = "true"
         check_power_options(power_manager, power_opt, wake_latency, power_baseline)
+        if queue_map is not None and queues is None:
+            raise ValueError("--queue-map maps jobs to the LocalQueues of --queues; give --queues")
         config = SimConfig(
             policy=policy,
             policy_options=options,
@@ -196,6 +206,8 @@ def simulate(
                 wake_latency_s=wake_latency,
                 compare_baseline=power_baseline,
             ),
+            queues=queues,
+            queue_map=queue_map,
         )
         selection = Selection(
             start=start,
@@ -232,7 +244,8 @@ def simulate(
             raise ValueError("--load-scale applies to --preset only; use --submit-scale")
         else:
             exp = Experiment(trace, cluster, config, selection, trace_format, skip_bad_rows)
-        RUN_DIR.check(out, force, inputs=[p for p in (exp.trace, exp.cluster, faults) if p])
+        inputs = (exp.trace, exp.cluster, faults, queues, queue_map)
+        RUN_DIR.check(out, force, inputs=[p for p in inputs if p])
         check_extras(exp.sim)
         with job_progress(f"simulating {policy}, jobs finished", progress) as bar:
             result = run_experiment(exp, out, progress=bar, force=force)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from operator import itemgetter
 
 from dlsched.cluster.state import ClusterState, Demand, OverCommitError
@@ -162,6 +162,19 @@ class Scheduler:
             self._wait(q, job, now)
         else:
             heappush(q.heap, (self.policy.key(job, now), job))
+
+    def on_withdrawn(self, job: JobView) -> None:
+        """A waiting job leaves without running (an admission stage took its admission back)."""
+        q = self.pools[job.pool]
+        q.pending_jobs -= 1
+        q.pending_gpus -= job.gpus
+        q.pending_cpu_only -= job.gpus == 0
+        if self.policy.preemptive:
+            entry = q.entry.pop(job)
+            del q.waiting[bisect_left(q.waiting, entry)]
+        else:
+            q.heap = [e for e in q.heap if e[1] is not job]
+            heapify(q.heap)
 
     def on_requeued(self, job: JobView, now: float) -> None:
         """A planned start was not carried out (non-preemptive policies only)."""

@@ -131,7 +131,10 @@ class SimConfig:
     ``every_round``: run round-based policies at every round even when nothing changed (slow;
     for checking the event-skipping). ``max_idle_rounds``: consecutive rounds in which an
     allocation policy runs no job while its jobs wait and the pool is idle, before the run is
-    declared stuck (an error naming the policy)."""
+    declared stuck (an error naming the policy). ``queues``: Kueue manifests (a YAML file or a
+    directory of them) whose admission stage runs before the policies (None: every job goes
+    straight to its policy); ``queue_map``: the TOML file mapping trace VCs/users to their
+    LocalQueues (None: one LocalQueue per VC, named after it)."""
 
     policy: str = "fifo"
     policy_options: dict[str, str] = field(default_factory=dict)
@@ -146,6 +149,8 @@ class SimConfig:
     timeline_step_s: float = 60.0
     every_round: bool = False
     max_idle_rounds: int = 10_000
+    queues: str | None = None
+    queue_map: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

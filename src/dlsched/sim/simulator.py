@@ -44,6 +44,7 @@ from dlsched.placement.registry import create_placer
 from dlsched.power.registry import create_power_manager
 from dlsched.ps.machines import machines_from_cluster
 from dlsched.scheduler.allocation import AllocationScheduler
+from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan
 from dlsched.sim.config import RestartCost, SimConfig
 from dlsched.sim.engine import Engine
@@ -54,6 +55,8 @@ from dlsched.sim.kinds import KindColumns, check_elastic, kind_columns, ps_job
 from dlsched.sim.power_states import NodePower
 from dlsched.sim.ps_adapter import why_never_runs
 from dlsched.sim.report import kind_summary
+from dlsched.tenancy.report import no_tenants, tenant_summary
+from dlsched.tenancy.stage import AdmissionStage
 from dlsched.trace.schema import Trace
 
 P_NODE, P_FINISH, P_ARRIVAL, P_POWER = 0, 1, 2, 40
@@ -236,6 +239,16 @@ class Simulator:
         self.segments: list[Segment] | None = [] if record_segments else None
         self._outages: list[tuple[int, float, float]] = []
         self._down_since: dict[int, float] = {}
+        self.admission: AdmissionStage | None = None
+        if config.queues is not None:
+            self.admission = self._admission_stage(config.queues, config.queue_map)
+            inner = self._cycle
+
+            def admitting_cycle(g: int, now: float) -> None:
+                self._run_admission(now)
+                inner(g, now)
+
+            self._cycle = admitting_cycle
 
     # ---- setup ---------------------------------------------------------------------------
     def _load_columns(self) -> None:
@@ -251,6 +264,7 @@ class Simulator:
         self._mem: list[float | None] = t.column("memory_mib").to_pylist()
         self._gtype: list[str | None] = t.column("gpu_type").to_pylist()
         self._vc: list[str | None] = t.column("vc").to_pylist()
+        self._user: list[str | None] = t.column("user").to_pylist()
         self._pool_of_vc = {name: i for i, name in enumerate(self.state.pool_names)}
 
     def _pool_for(self, vc: str | None) -> tuple[int, str | None]:
@@ -328,6 +342,11 @@ class Simulator:
                 self.restart[ELASTIC].first_start_s,
             )
         )
+        if self.admission is None:
+            summary.update(no_tenants())
+        else:
+            total = float(sum(self.state.pool_total_gpus))
+            summary.update(tenant_summary(jobs, self.admission, end, total))
         if managed:
             summary.update(self.power.report(*makespan_window(jobs)))
             always_on = summary["energy_always_on_kwh"]
@@ -356,9 +375,11 @@ class Simulator:
         i = self._next_row
         while i < n and submit[i] == now:
             job = self._admit(i, now)
+            if job is not None and self.admission is not None:
+                job = self._wait_admission(job, now)
+            elif job is not None:
+                self.groups[job.group].scheduler.on_submitted(job, now)
             if job is not None:
-                sched = self.groups[job.group].scheduler
-                sched.on_submitted(job, now)
                 self._live += 1
                 self._dirty[job.group].add(job.pool)
                 if self._sample_events:
@@ -491,6 +512,80 @@ class Simulator:
                 "do not fit on the empty machines"
             )
         return None
+
+    # ---- the admission stage (queues and quotas) ------------------------------------------
+    def _admission_stage(self, queues: str, queue_map: str | None) -> AdmissionStage:
+        """The admission stage of ``--queues`` (refused with an allocation policy: those
+        decide whole allocations, beyond the requested sizes quotas are charged for)."""
+        from dlsched.tenancy.manifests import read_manifests
+        from dlsched.tenancy.queue_map import QueueMap, read_queue_map
+
+        allocating = [g.policy for g in self.groups if not g.ordering]
+        if allocating:
+            raise ValueError(
+                f"--queues: policy {allocating[0]!r} allocates GPUs beyond what jobs ask, which "
+                "quotas cannot charge; with queues use an ordering policy (fifo, sjf, srtf, "
+                "qssf, tiresias)"
+            )
+        qmap = QueueMap() if queue_map is None else read_queue_map(queue_map)
+        return AdmissionStage(
+            read_manifests(queues),
+            qmap,
+            sorted({t for t in self.state.node_type if t}),
+            self._vc,
+            self._user,
+        )
+
+    def _wait_admission(self, job: SimJob, now: float) -> SimJob | None:
+        """``job`` waits for admission; None when it can never be admitted (set aside)."""
+        assert self.admission is not None
+        reason = self.admission.arrive(job, job.row, job.demand, now)
+        if reason is not None:
+            self.records.set_aside(job.row, reason, job.gpus, now)
+            return None
+        return job
+
+    def _run_admission(self, now: float) -> None:
+        """Admit what the queues allow before the policies' cycles: admitted jobs go to their
+        policy; evicted running jobs are preempted by a Plan; evicted jobs wait again."""
+        assert self.admission is not None
+        decisions = self.admission.run(now)
+        if not decisions:
+            return
+        handed: dict[SimJob, None] = {}
+        running: list[SimJob] = []
+        evicted: list[SimJob] = []
+        for decision in decisions:
+            for victim, _cause in decision.evicted:
+                if victim in handed:
+                    del handed[victim]
+                elif victim.status == RUNNING:
+                    running.append(victim)
+                else:
+                    self._withdraw(victim)
+                evicted.append(victim)
+            handed[decision.job] = None
+        if running:
+            self._apply(Plan(preempts=tuple(running)), now)
+        for victim in evicted:
+            if victim in running:
+                self._withdraw(victim)
+            self.admission.requeue(victim)
+            self._dirty[victim.group].add(victim.pool)
+        for job in handed:
+            gpu_type = self.admission.gpu_type_of(job)
+            d = job.demand
+            if gpu_type is not None and d.gpu_type is None:
+                job.demand = replace(d, gpu_type=gpu_type)
+            self.groups[job.group].scheduler.on_submitted(job, now)
+            self._dirty[job.group].add(job.pool)
+        if self._multi:
+            self._request_cycles(now)
+
+    def _withdraw(self, job: SimJob) -> None:
+        sched = self.groups[job.group].scheduler
+        assert isinstance(sched, Scheduler)  # queues run with ordering policies only
+        sched.on_withdrawn(job)
 
     # ---- cycles --------------------------------------------------------------------------
     def _request_cycles(self, at: float) -> None:
@@ -850,6 +945,9 @@ class Simulator:
         job.end = now
         pool = job.pool
         self.groups[job.group].scheduler.on_finished(job, now)
+        if self.admission is not None:
+            self.admission.finish(job, now)
+            self._touch_all(pool)
         if job.kind:
             # Elastic and PS work is not in seconds: their run time is the time from first start.
             job.duration = now - job.first_start

@@ -1,0 +1,612 @@
+"""Admission of workloads into ClusterQueues: quota, borrowing, reclaim and preemption.
+
+A :class:`Workload` asks for amounts of resource kinds (GPUs, CPUs, memory in MiB, one pod) at
+a priority. :meth:`Admission.schedule` admits pending workloads with Kueue's documented
+semantics (docs/tenants.md):
+
+- **Flavor assignment.** For each resource group the workload needs, flavors are tried in
+  order: one where it fits without borrowing is taken at once; one where it fits by borrowing
+  is taken unless ``whenCanBorrow: TryNextFlavor``; one where it fits only by preempting is
+  remembered unless ``whenCanPreempt: Preempt``. Out of the remembered ones, a flavor that
+  fits by borrowing wins over one that needs preemption.
+- **Queueing.** Each ClusterQueue orders its workloads by priority, then creation time.
+  ``StrictFIFO``: only the head may be admitted; ``BestEffortFIFO``: a head that cannot be
+  admitted does not block the others. Each round takes one candidate per ClusterQueue; the
+  candidates are admitted in order: those that fit without borrowing first, then by priority,
+  then by creation time (with fair sharing: lowest share value first).
+- **Classic preemption.** Candidates are admitted workloads of the same ClusterQueue allowed by
+  ``withinClusterQueue`` and of other ClusterQueues of the cohort tree that are borrowing,
+  allowed by ``reclaimWithinCohort`` (and, when the workload needs more than its nominal
+  quota, by ``borrowWithinCohort`` and its ``maxPriorityThreshold``); sorted borrowing
+  queues' workloads first, then lowest priority, then most recently admitted; targets are taken
+  greedily by Kueue's four heuristics and the set is minimised in reverse.
+- **Fair sharing** (when enabled): candidates are taken from the ClusterQueue with the highest
+  share value first, subject to the preemption strategies.
+
+Evictions carry their cause: ``priority`` (same ClusterQueue), ``reclaim`` (another
+ClusterQueue's borrowed quota, classic) or ``fair_share`` (another ClusterQueue, fair sharing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from typing import Any, NamedTuple
+
+from dlsched.cluster.spec import gpu_type_matches
+from dlsched.tenancy.model import (
+    ANY,
+    BORROW,
+    CPU,
+    GPU,
+    LESS_THAN_INITIAL,
+    LESS_THAN_OR_EQUAL_FINAL,
+    LOWER_OR_NEWER_EQUAL,
+    LOWER_PRIORITY,
+    MEMORY,
+    NEVER,
+    PODS,
+    PREEMPT,
+    STRICT_FIFO,
+    ClusterQueue,
+    Tenancy,
+    resource_kind,
+)
+from dlsched.tenancy.quota import EPS, QuotaTree
+
+FIT, PREEMPTS, NO_FIT = 0, 1, 2
+PRIORITY, RECLAIM, FAIR_SHARE = "priority", "reclaim", "fair_share"
+CAUSES = (PRIORITY, RECLAIM, FAIR_SHARE)
+KINDS = (GPU, CPU, MEMORY, PODS)
+
+
+@dataclass(eq=False, slots=True)
+class Workload:
+    """One job's admission state. ``requests`` maps resource kinds (``gpu``, ``cpu``,
+    ``memory`` in MiB, ``pods``) to amounts; ``key`` is what the caller tracks (a job)."""
+
+    key: Any
+    cq: int
+    priority: int
+    created: float
+    seq: int
+    requests: Mapping[str, float]
+    gpu_type: str | None = None
+    assignment: dict[int, float] | None = None
+    flavors: tuple[str, ...] = ()
+    admitted_at: float = float("nan")
+    borrows: bool = False
+    shape: tuple[Any, ...] = field(default=())
+
+
+class Eviction(NamedTuple):
+    """An admitted workload evicted to admit another, and why."""
+
+    workload: Workload
+    cause: str
+
+
+class Admitted(NamedTuple):
+    """A workload admitted at this instant, and the evictions it needed."""
+
+    workload: Workload
+    evictions: tuple[Eviction, ...]
+
+
+class _Flavor(NamedTuple):
+    name: str
+    gpu_type: str | None
+    frs: Mapping[str, int]
+
+
+class _Group(NamedTuple):
+    kinds: tuple[str, ...]
+    flavors: tuple[_Flavor, ...]
+
+
+class _Assignment(NamedTuple):
+    mode: int
+    request: dict[int, float]
+    borrows: bool
+    flavors: tuple[str, ...]
+
+
+def flavor_gpu_type(labels: Mapping[str, str], gpu_types: Iterable[str]) -> str | None:
+    """The cluster GPU type a flavor's node labels select (a label value naming one, compared
+    case-insensitively), or None when they name none."""
+    types = {t.casefold(): t for t in gpu_types}
+    for value in labels.values():
+        if value.casefold() in types:
+            return types[value.casefold()]
+    return None
+
+
+class Admission:
+    """The admission state of one run: pending and admitted workloads per ClusterQueue and the
+    quota tree (module docstring)."""
+
+    def __init__(self, tenancy: Tenancy, gpu_types: Iterable[str] = ()) -> None:
+        self.tenancy = tenancy
+        self.quota = QuotaTree(tenancy)
+        self.cqs: list[ClusterQueue] = list(tenancy.cluster_queues.values())
+        types = list(gpu_types)
+        self._groups = [self._cq_groups(cq, types) for cq in self.cqs]
+        self._kinds = [{k for g in groups for k in g.kinds} for groups in self._groups]
+        self.pending: list[dict[tuple[Any, ...], list[tuple[int, float, int, Workload]]]] = [
+            {} for _ in self.cqs
+        ]
+        self.pending_count = [0] * len(self.cqs)
+        self.admitted: list[dict[Workload, None]] = [{} for _ in self.cqs]
+        self._tree: dict[int, list[int]] = {}
+        for i in range(len(self.cqs)):
+            self._tree.setdefault(self.quota.root[i], []).append(i)
+        self._waiting_in_tree: dict[int, set[int]] = {r: set() for r in self._tree}
+        self._dirty: set[int] = set()
+        # Parked queues (classic admission): a queue whose heads could not be admitted waits
+        # until its tree has released at least their deficit (quota freed can raise what a
+        # queue may take by no more than the amount freed), or, when it could reclaim, until
+        # a queue of its tree borrows. Heap per tree of (released threshold, version, queue).
+        self._released = dict.fromkeys(self._tree, 0.0)
+        self._parked: dict[int, list[tuple[float, int, int]]] = {r: [] for r in self._tree}
+        self._hungry: dict[int, set[int]] = {r: set() for r in self._tree}
+        self._version = [0] * len(self.cqs)
+        self._preempts = [
+            cq.preemption.within_cluster_queue != NEVER
+            or cq.preemption.reclaim_within_cohort != NEVER
+            for cq in self.cqs
+        ]
+        self.fair = tenancy.fair_sharing.enabled
+        self._flavor_type = {
+            fl.name: fl.gpu_type for groups in self._groups for g in groups for fl in g.flavors
+        }
+
+    def gpu_type_of(self, wl: Workload) -> str | None:
+        """The GPU type the flavors of an admitted workload select (None: any type)."""
+        for name in wl.flavors:
+            gpu_type = self._flavor_type.get(name)
+            if gpu_type is not None:
+                return gpu_type
+        return None
+
+    def _cq_groups(self, cq: ClusterQueue, gpu_types: list[str]) -> list[_Group]:
+        groups: list[_Group] = []
+        for group in cq.resource_groups:
+            kinds = tuple(k for r in group.covered if (k := resource_kind(r)) is not None)
+            flavors: list[_Flavor] = []
+            for fq in group.flavors:
+                frs = {
+                    k: self.quota.frs[(fq.flavor, r)]
+                    for r in fq.resources
+                    if (k := resource_kind(r)) is not None
+                }
+                labels = self.tenancy.flavors[fq.flavor].node_labels
+                flavors.append(_Flavor(fq.flavor, flavor_gpu_type(labels, gpu_types), frs))
+            groups.append(_Group(kinds, tuple(flavors)))
+        return groups
+
+    # ---- workloads in and out ------------------------------------------------------------------
+    def never_admitted(self, wl: Workload) -> str | None:
+        """Why ``wl`` can never be admitted in its ClusterQueue (None if it can)."""
+        cq = self.cqs[wl.cq]
+        kinds = self._kinds[wl.cq]
+        for kind, amount in wl.requests.items():
+            if amount > 0 and kind not in kinds and kind != PODS:
+                return f"ClusterQueue {cq.name!r} has no quota for {kind}"
+        for group in self._groups[wl.cq]:
+            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
+            if not needed:
+                continue
+            possible = False
+            for fl in group.flavors:
+                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
+                    continue
+                if all(a <= self.quota.potential(wl.cq, fl.frs[k]) + EPS for k, a in needed):
+                    possible = True
+                    break
+            if not possible:
+                asked = ", ".join(f"{a:g} {k}" for k, a in needed)
+                return f"asks {asked}, more than ClusterQueue {cq.name!r} can ever get"
+        return None
+
+    def submit(self, wl: Workload) -> None:
+        """``wl`` waits for admission (new, or back after an eviction)."""
+        if not wl.shape:
+            wl.shape = (tuple(sorted(wl.requests.items())), wl.gpu_type)
+        buckets = self.pending[wl.cq]
+        heap = buckets.get(wl.shape)
+        if heap is None:
+            heap = buckets[wl.shape] = []
+        heappush(heap, (-wl.priority, wl.created, wl.seq, wl))
+        self.pending_count[wl.cq] += 1
+        self._waiting_in_tree[self.quota.root[wl.cq]].add(wl.cq)
+        self._dirty.add(wl.cq)
+
+    def finish(self, wl: Workload) -> None:
+        """An admitted workload ended: its quota is free again."""
+        self._release(wl)
+
+    def _release(self, wl: Workload) -> None:
+        assert wl.assignment is not None
+        self.quota.remove(wl.cq, wl.assignment)
+        del self.admitted[wl.cq][wl]
+        root = self.quota.root[wl.cq]
+        released = self._released[root] = self._released[root] + sum(wl.assignment.values())
+        wl.assignment = None
+        if self.fair:
+            # Fair sharing's order and targets change with every share: re-check them all.
+            self._dirty |= self._waiting_in_tree[root]
+            return
+        parked = self._parked[root]
+        while parked and parked[0][0] <= released:
+            _, version, cq = heappop(parked)
+            if version == self._version[cq]:
+                self._dirty.add(cq)
+
+    def admit_now(self, wl: Workload, now: float) -> bool:
+        """Admit ``wl`` (not pending) if it fits without preemption; for setting up a state."""
+        a = self._assign(wl)
+        if a.mode != FIT:
+            return False
+        self._take(wl, a, now)
+        return True
+
+    # ---- the cycle -------------------------------------------------------------------------------
+    def schedule(self, now: float) -> list[Admitted]:
+        """Admit what can be admitted at ``now`` (module docstring); evicted workloads are no
+        longer admitted nor pending (the caller requeues them with :meth:`submit` once they
+        stopped)."""
+        out: list[Admitted] = []
+        while self._dirty:
+            dirty, self._dirty = self._dirty, set()
+            candidates = []
+            for cq in sorted(dirty):
+                if self.pending_count[cq]:
+                    found = self._candidate(cq)
+                    if found is not None:
+                        candidates.append(found)
+            if not candidates:
+                break
+            if self.fair:
+                candidates.sort(
+                    key=lambda c: (
+                        self.quota.share(c[0].cq, c[1].request),
+                        -c[0].priority,
+                        c[0].created,
+                        c[0].seq,
+                    )
+                )
+            else:
+                candidates.sort(
+                    key=lambda c: (c[1].borrows, -c[0].priority, c[0].created, c[0].seq)
+                )
+            for wl, assignment, targets in candidates:
+                self._dirty.add(wl.cq)
+                if targets:
+                    if any(t.workload.assignment is None for t in targets):
+                        continue
+                    for t in targets:
+                        self.quota.remove(t.workload.cq, t.workload.assignment or {})
+                    ok = self.quota.fits(wl.cq, assignment.request)
+                    for t in targets:
+                        self.quota.add(t.workload.cq, t.workload.assignment or {})
+                    if not ok:
+                        continue
+                    for t in targets:
+                        self._release(t.workload)
+                elif not self.quota.fits(wl.cq, assignment.request):
+                    continue
+                self._pop(wl)
+                self._take(wl, assignment, now)
+                out.append(Admitted(wl, tuple(targets)))
+        return out
+
+    def _pop(self, wl: Workload) -> None:
+        heap = self.pending[wl.cq][wl.shape]
+        assert heap[0][3] is wl
+        heappop(heap)
+        if not heap:
+            del self.pending[wl.cq][wl.shape]
+        self.pending_count[wl.cq] -= 1
+        if not self.pending_count[wl.cq]:
+            self._waiting_in_tree[self.quota.root[wl.cq]].discard(wl.cq)
+
+    def _take(self, wl: Workload, a: _Assignment, now: float) -> None:
+        self.quota.add(wl.cq, a.request)
+        wl.assignment = a.request
+        wl.flavors = a.flavors
+        wl.borrows = any(self.quota.borrowing(wl.cq, fr) for fr in a.request)
+        wl.admitted_at = now
+        self.admitted[wl.cq][wl] = None
+        if wl.borrows:
+            hungry = self._hungry[self.quota.root[wl.cq]]
+            if hungry:
+                self._dirty |= hungry
+                hungry.clear()
+
+    def _park(self, cq: int, heads: list[Workload]) -> None:
+        """No head of ``cq`` can be admitted now: wait for enough released quota, or for a
+        borrower to reclaim from (see ``__init__``)."""
+        if self.fair or not heads:
+            return
+        root = self.quota.root[cq]
+        self._version[cq] += 1
+        deficit = min(self._deficit(wl) for wl in heads)
+        heappush(self._parked[root], (self._released[root] + deficit - EPS, self._version[cq], cq))
+        pol = self.cqs[cq].preemption
+        if pol.reclaim_within_cohort != NEVER and (
+            pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads)
+        ):
+            self._hungry[root].add(cq)
+
+    def _within_nominal(self, wl: Workload) -> bool:
+        """Whether ``wl`` would fit its queue's nominal quota in some flavor of each group (what
+        classic reclaim needs)."""
+        quota = self.quota
+        usage, nominal = quota.usage[wl.cq], quota.nominal[wl.cq]
+        for group in self._groups[wl.cq]:
+            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
+            if needed and not any(
+                all(
+                    usage.get(fl.frs[k], 0.0) + a <= nominal.get(fl.frs[k], 0.0) + EPS
+                    for k, a in needed
+                )
+                for fl in group.flavors
+            ):
+                return False
+        return True
+
+    def _deficit(self, wl: Workload) -> float:
+        """How much more quota ``wl`` needs than its queue may take now (its best flavors)."""
+        quota = self.quota
+        total = 0.0
+        for group in self._groups[wl.cq]:
+            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
+            if not needed:
+                continue
+            best = float("inf")
+            for fl in group.flavors:
+                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
+                    continue
+                lack = sum(max(0.0, a - quota.available(wl.cq, fl.frs[k])) for k, a in needed)
+                best = min(best, lack)
+            total += best
+        return total
+
+    def _candidate(self, cq: int) -> tuple[Workload, _Assignment, list[Eviction]] | None:
+        heads = sorted(heap[0] for heap in self.pending[cq].values())
+        strict = self.cqs[cq].queueing_strategy == STRICT_FIFO
+        tried: list[Workload] = []
+        for entry in heads:
+            wl = entry[3]
+            a = self._assign(wl)
+            if a.mode == FIT:
+                return wl, a, []
+            if a.mode == PREEMPTS:
+                targets = self._targets(wl, a)
+                if targets:
+                    return wl, a, targets
+            tried.append(wl)
+            if strict:
+                break
+        self._park(cq, tried)
+        return None
+
+    def _assign(self, wl: Workload) -> _Assignment:
+        """Flavor assignment (module docstring): the mode is the worst over resource groups."""
+        quota = self.quota
+        cq = wl.cq
+        fung = self.cqs[cq].fungibility
+        request: dict[int, float] = {}
+        mode, borrows = FIT, False
+        flavors: list[str] = []
+        for group in self._groups[cq]:
+            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
+            if not needed:
+                continue
+            best: tuple[int, bool, _Flavor] | None = None
+            for fl in group.flavors:
+                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
+                    continue
+                fmode, fborrow = FIT, False
+                for kind, amount in needed:
+                    fr = fl.frs[kind]
+                    nominal = quota.nominal[cq].get(fr, 0.0) + EPS
+                    if amount <= quota.available(cq, fr) + EPS:
+                        fborrow = fborrow or quota.usage[cq].get(fr, 0.0) + amount > nominal
+                    elif self._preempts[cq] and amount <= quota.potential(cq, fr) + EPS:
+                        # As Kueue: a flavor reached by preempting borrows when the request
+                        # alone exceeds the nominal quota.
+                        fmode = PREEMPTS
+                        fborrow = fborrow or amount > nominal
+                    else:
+                        fmode = NO_FIT
+                        break
+                if fmode == NO_FIT:
+                    continue
+                if fmode == FIT and not fborrow:
+                    best = (FIT, False, fl)
+                    break
+                if fmode == FIT:
+                    if best is None or best[0] != FIT:
+                        best = (FIT, True, fl)
+                    if fung.when_can_borrow == BORROW:
+                        break
+                else:
+                    if best is None or (best[0] == PREEMPTS and best[1] and not fborrow):
+                        best = (PREEMPTS, fborrow, fl)
+                    if fung.when_can_preempt == PREEMPT:
+                        break
+            if best is None:
+                return _Assignment(NO_FIT, {}, False, ())
+            bmode, bborrow, bfl = best
+            mode = max(mode, bmode)
+            borrows = borrows or bborrow
+            flavors.append(bfl.name)
+            for kind, amount in needed:
+                request[bfl.frs[kind]] = amount
+        return _Assignment(mode, request, borrows, tuple(flavors))
+
+    # ---- preemption --------------------------------------------------------------------------
+    def _within_allows(self, wl: Workload, other: Workload) -> bool:
+        policy = self.cqs[wl.cq].preemption.within_cluster_queue
+        if policy == LOWER_PRIORITY:
+            return other.priority < wl.priority
+        if policy == LOWER_OR_NEWER_EQUAL:
+            return other.priority < wl.priority or (
+                other.priority == wl.priority and (other.created, other.seq) > (wl.created, wl.seq)
+            )
+        return False
+
+    def _targets(self, wl: Workload, a: _Assignment) -> list[Eviction]:
+        """Classic preemption's targets (Kueue's ``getTargets``), or fair sharing's."""
+        cq = wl.cq
+        quota = self.quota
+        pol = self.cqs[cq].preemption
+        req = a.request
+        same = [w for w in self.admitted[cq] if self._within_allows(wl, w)]
+        usage, nominal = quota.usage[cq], quota.nominal[cq]
+        under_nominal = all(usage.get(fr, 0.0) < nominal.get(fr, 0.0) for fr in req)
+        # Classic reclaim without borrowWithinCohort admits only within the nominal quota:
+        # when that cannot be, other queues' workloads are no candidates (nothing to gather).
+        reclaim_can_help = (
+            self.fair
+            or pol.borrow_within_cohort != NEVER
+            or (
+                under_nominal
+                and all(
+                    usage.get(fr, 0.0) + v <= nominal.get(fr, 0.0) + EPS for fr, v in req.items()
+                )
+            )
+        )
+        others: list[Workload] = []
+        if reclaim_can_help and quota.parent[cq] is not None and pol.reclaim_within_cohort != NEVER:
+            for y in self._tree[quota.root[cq]]:
+                if y == cq or not self._still_borrowing(y, req):
+                    continue
+                others.extend(
+                    w
+                    for w in self.admitted[y]
+                    if pol.reclaim_within_cohort == ANY or w.priority < wl.priority
+                )
+        if self.fair:
+            return self._fair_targets(wl, req, same, others)
+
+        def order(w: Workload) -> tuple[bool, int, float, int]:
+            return (w.cq == cq, w.priority, -w.admitted_at, -w.seq)
+
+        same.sort(key=order)
+        targets: list[Workload] = []
+        if not others:
+            targets = self._minimal(wl, req, same, True)
+        elif pol.borrow_within_cohort != NEVER:
+            if not under_nominal:
+                # Borrowing while preempting takes only lower-priority workloads of other
+                # queues, at most the threshold.
+                limit = pol.max_priority_threshold
+                others = [
+                    w
+                    for w in others
+                    if w.priority < wl.priority and (limit is None or w.priority <= limit)
+                ]
+            targets = self._minimal(wl, req, sorted([*others, *same], key=order), True)
+        else:
+            if under_nominal:
+                candidates = sorted([*others, *same], key=order)
+                targets = self._minimal(wl, req, candidates, False)
+            if not targets:
+                targets = self._minimal(wl, req, same, True)
+        return [Eviction(t, PRIORITY if t.cq == cq else RECLAIM) for t in targets]
+
+    def _still_borrowing(self, y: int, req: Mapping[int, float]) -> bool:
+        return any(self.quota.borrowing(y, fr) for fr in req)
+
+    def _minimal(
+        self, wl: Workload, req: Mapping[int, float], candidates: list[Workload], borrow: bool
+    ) -> list[Workload]:
+        """Kueue's greedy target search and its reverse minimisation; quota unchanged after."""
+        quota = self.quota
+        removed: list[Workload] = []
+        fits = False
+        for c in candidates:
+            if c.cq != wl.cq and not self._still_borrowing(c.cq, req):
+                continue
+            quota.remove(c.cq, c.assignment or {})
+            removed.append(c)
+            if quota.fits(wl.cq, req, borrow):
+                fits = True
+                break
+        if fits:
+            removed = self._minimise(wl, req, removed, borrow)
+        for c in removed:
+            quota.add(c.cq, c.assignment or {})
+        return removed if fits else []
+
+    def _minimise(
+        self, wl: Workload, req: Mapping[int, float], removed: list[Workload], borrow: bool
+    ) -> list[Workload]:
+        quota = self.quota
+        kept = [removed[-1]]
+        for c in reversed(removed[:-1]):
+            quota.add(c.cq, c.assignment or {})
+            if quota.fits(wl.cq, req, borrow):
+                continue
+            quota.remove(c.cq, c.assignment or {})
+            kept.append(c)
+        kept.reverse()
+        return kept
+
+    def _fair_targets(
+        self,
+        wl: Workload,
+        req: Mapping[int, float],
+        same: list[Workload],
+        others: list[Workload],
+    ) -> list[Eviction]:
+        quota = self.quota
+        cq = wl.cq
+        by_cq: dict[int, list[Workload]] = {}
+        for w in [*others, *same]:
+            by_cq.setdefault(w.cq, []).append(w)
+        for ws in by_cq.values():
+            ws.sort(key=lambda w: (w.priority, -w.admitted_at, -w.seq))
+        removed: list[Workload] = []
+        fits = quota.fits(cq, req)
+        for strategy in self.tenancy.fair_sharing.strategies:
+            left = {y: list(ws) for y, ws in by_cq.items()}
+            while not fits and left:
+                y = max(left, key=lambda q: (quota.share(q), -q))
+                mine = quota.share(cq, req)
+                chosen = None
+                for u in left[y]:
+                    if y == cq:
+                        chosen = u
+                        break
+                    if strategy == LESS_THAN_OR_EQUAL_FINAL:
+                        minus = {fr: -v for fr, v in (u.assignment or {}).items()}
+                        ok = mine <= quota.share(y, minus) + EPS
+                    else:
+                        assert strategy == LESS_THAN_INITIAL
+                        ok = mine < quota.share(y) - EPS
+                    if ok:
+                        chosen = u
+                        break
+                if chosen is None:
+                    del left[y]
+                    continue
+                left[y].remove(chosen)
+                if not left[y]:
+                    del left[y]
+                by_cq[y].remove(chosen)
+                quota.remove(chosen.cq, chosen.assignment or {})
+                removed.append(chosen)
+                fits = quota.fits(cq, req)
+            if fits:
+                break
+        if fits and removed:
+            removed = self._minimise(wl, req, removed, True)
+        for c in removed:
+            quota.add(c.cq, c.assignment or {})
+        if not fits:
+            return []
+        return [Eviction(t, PRIORITY if t.cq == cq else FAIR_SHARE) for t in removed]

@@ -1,0 +1,443 @@
+"""Reading Kueue's own manifests: the multi-document YAML files a cluster's administrators
+already apply (``kubectl apply -f``), into a validated :class:`~dlsched.tenancy.model.Tenancy`.
+
+Read kinds: ``ResourceFlavor``, ``ClusterQueue``, ``Cohort``, ``LocalQueue``,
+``WorkloadPriorityClass`` (``kueue.x-k8s.io``) and Kueue's ``Configuration`` (for
+``fairSharing``). Documents of other API groups (Namespaces, Jobs, ...) are skipped; a Kueue
+field that changes admission and is not modelled (admission checks, stop policies other than
+``None``) is refused, never ignored. Every error names the file, the document (1-based, with its
+kind and name) and the field. Needs PyYAML (``pip install 'dlsched[tenancy]'``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dlsched.extras import require
+from dlsched.tenancy.errors import TenancyError
+from dlsched.tenancy.model import (
+    BEST_EFFORT_FIFO,
+    BORROW,
+    BORROW_POLICIES,
+    LESS_THAN_INITIAL,
+    LESS_THAN_OR_EQUAL_FINAL,
+    NEVER,
+    PREEMPT,
+    RECLAIM_POLICIES,
+    STRICT_FIFO,
+    TRY_NEXT_FLAVOR,
+    WITHIN_CQ_POLICIES,
+    ClusterQueue,
+    Cohort,
+    FairSharing,
+    FlavorQuotas,
+    Fungibility,
+    LocalQueue,
+    Preemption,
+    PriorityClass,
+    ResourceFlavor,
+    ResourceGroup,
+    ResourceQuota,
+    Tenancy,
+)
+from dlsched.tenancy.quantity import in_units, parse_quantity
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+CONFIG_GROUP = "config.kueue.x-k8s.io"
+_IGNORED_SPEC = {"namespaceSelector"}
+
+
+class _Doc:
+    """One manifest document, for error messages that say where."""
+
+    def __init__(self, path: str, index: int, kind: str, name: str) -> None:
+        self.where = f"{path}: document {index} ({kind} {name!r})"
+
+    def fail(self, field: str, expected: str, got: object) -> TenancyError:
+        return TenancyError(f"{self.where}: {field}: expected {expected}, got {got!r}")
+
+
+def _mapping(doc: _Doc, value: object, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise doc.fail(field, "a mapping", value)
+    return value
+
+
+def _list(doc: _Doc, value: object, field: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise doc.fail(field, "a list", value)
+    return value
+
+
+def _name(doc: _Doc, value: object, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise doc.fail(field, "a non-empty name", value)
+    return value
+
+
+def _choice(doc: _Doc, value: object, field: str, allowed: tuple[str, ...], default: str) -> str:
+    if value is None:
+        return default
+    if value not in allowed:
+        raise doc.fail(field, "one of " + ", ".join(allowed), value)
+    return str(value)
+
+
+def _keys(doc: _Doc, data: Mapping[str, Any], field: str, allowed: set[str]) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise TenancyError(
+            f"{doc.where}: {field}: {extra[0]!r} is not modelled by dlsched; "
+            f"known keys: {', '.join(sorted(allowed))}"
+        )
+
+
+def _weight(doc: _Doc, spec: Mapping[str, Any]) -> float:
+    fair = _mapping(doc, spec.get("fairSharing"), "spec.fairSharing")
+    if "weight" not in fair:
+        return 1.0
+    return parse_quantity(fair["weight"], f"{doc.where}: spec.fairSharing.weight")
+
+
+def _amount(doc: _Doc, res: Mapping[str, Any], resource: str, field: str, key: str) -> float | None:
+    """``res[key]`` as an amount of ``resource`` in dlsched's units (None when absent)."""
+    if res.get(key) is None:
+        return None
+    return in_units(resource, parse_quantity(res[key], f"{doc.where}: {field}.{key}"))
+
+
+def _groups(doc: _Doc, spec: Mapping[str, Any], has_cohort: bool) -> tuple[ResourceGroup, ...]:
+    groups: list[ResourceGroup] = []
+    seen_flavors: set[str] = set()
+    for gi, raw in enumerate(_list(doc, spec.get("resourceGroups"), "spec.resourceGroups")):
+        gfield = f"spec.resourceGroups[{gi}]"
+        group = _mapping(doc, raw, gfield)
+        covered = tuple(
+            _name(doc, r, f"{gfield}.coveredResources")
+            for r in _list(doc, group.get("coveredResources"), f"{gfield}.coveredResources")
+        )
+        if not covered:
+            raise doc.fail(f"{gfield}.coveredResources", "a non-empty list", covered)
+        flavors: list[FlavorQuotas] = []
+        for fi, fraw in enumerate(_list(doc, group.get("flavors"), f"{gfield}.flavors")):
+            ffield = f"{gfield}.flavors[{fi}]"
+            flavor = _mapping(doc, fraw, ffield)
+            fname = _name(doc, flavor.get("name"), f"{ffield}.name")
+            if fname in seen_flavors:
+                raise TenancyError(
+                    f"{doc.where}: {ffield}.name: flavor {fname!r} appears twice "
+                    "(a flavor belongs to at most one resource group)"
+                )
+            seen_flavors.add(fname)
+            quotas: dict[str, ResourceQuota] = {}
+            for ri, rraw in enumerate(_list(doc, flavor.get("resources"), f"{ffield}.resources")):
+                rfield = f"{ffield}.resources[{ri}]"
+                res = _mapping(doc, rraw, rfield)
+                _keys(doc, res, rfield, {"name", "nominalQuota", "borrowingLimit", "lendingLimit"})
+                rname = _name(doc, res.get("name"), f"{rfield}.name")
+
+                nominal = _amount(doc, res, rname, rfield, "nominalQuota")
+                if nominal is None:
+                    raise doc.fail(f"{rfield}.nominalQuota", "a quantity", None)
+                borrow = _amount(doc, res, rname, rfield, "borrowingLimit")
+                lend = _amount(doc, res, rname, rfield, "lendingLimit")
+                if (borrow is not None or lend is not None) and not has_cohort:
+                    raise TenancyError(
+                        f"{doc.where}: {rfield}: borrowingLimit and lendingLimit need a cohort"
+                    )
+                if lend is not None and lend > nominal:
+                    raise TenancyError(
+                        f"{doc.where}: {rfield}.lendingLimit: {lend:g} exceeds nominalQuota "
+                        f"{nominal:g}"
+                    )
+                quotas[rname] = ResourceQuota(nominal, borrow, lend)
+            if tuple(quotas) != covered:
+                raise TenancyError(
+                    f"{doc.where}: {ffield}.resources: expected exactly the covered resources "
+                    f"{list(covered)} in that order, got {list(quotas)}"
+                )
+            flavors.append(FlavorQuotas(fname, quotas))
+        groups.append(ResourceGroup(covered, tuple(flavors)))
+    covered_all = [r for g in groups for r in g.covered]
+    dup = sorted({r for r in covered_all if covered_all.count(r) > 1})
+    if dup:
+        raise TenancyError(f"{doc.where}: resource {dup[0]!r} is covered by two resource groups")
+    return tuple(groups)
+
+
+def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueue:
+    allowed = {
+        "cohort",
+        "cohortName",
+        "resourceGroups",
+        "queueingStrategy",
+        "preemption",
+        "flavorFungibility",
+        "fairSharing",
+        "stopPolicy",
+        *_IGNORED_SPEC,
+    }
+    _keys(doc, spec, "spec", allowed)
+    if spec.get("stopPolicy") not in (None, "None"):
+        raise doc.fail("spec.stopPolicy", "None (Hold and HoldAndDrain are not modelled)", None)
+    cohort_raw = spec.get("cohort", spec.get("cohortName"))
+    cohort = None if cohort_raw in (None, "") else _name(doc, cohort_raw, "spec.cohort")
+    pre = _mapping(doc, spec.get("preemption"), "spec.preemption")
+    _keys(
+        doc,
+        pre,
+        "spec.preemption",
+        {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"},
+    )
+    bwc = _mapping(doc, pre.get("borrowWithinCohort"), "spec.preemption.borrowWithinCohort")
+    _keys(doc, bwc, "spec.preemption.borrowWithinCohort", {"policy", "maxPriorityThreshold"})
+    threshold = bwc.get("maxPriorityThreshold")
+    if threshold is not None and not isinstance(threshold, int):
+        raise doc.fail(
+            "spec.preemption.borrowWithinCohort.maxPriorityThreshold", "an integer", threshold
+        )
+    preemption = Preemption(
+        _choice(
+            doc,
+            pre.get("withinClusterQueue"),
+            "spec.preemption.withinClusterQueue",
+            WITHIN_CQ_POLICIES,
+            NEVER,
+        ),
+        _choice(
+            doc,
+            pre.get("reclaimWithinCohort"),
+            "spec.preemption.reclaimWithinCohort",
+            RECLAIM_POLICIES,
+            NEVER,
+        ),
+        _choice(
+            doc,
+            bwc.get("policy"),
+            "spec.preemption.borrowWithinCohort.policy",
+            BORROW_POLICIES,
+            NEVER,
+        ),
+        threshold,
+    )
+    if preemption.borrow_within_cohort != NEVER and preemption.reclaim_within_cohort == NEVER:
+        raise TenancyError(
+            f"{doc.where}: spec.preemption.borrowWithinCohort needs reclaimWithinCohort other "
+            "than Never"
+        )
+    fung = _mapping(doc, spec.get("flavorFungibility"), "spec.flavorFungibility")
+    _keys(doc, fung, "spec.flavorFungibility", {"whenCanBorrow", "whenCanPreempt"})
+    fungibility = Fungibility(
+        _choice(
+            doc,
+            fung.get("whenCanBorrow"),
+            "spec.flavorFungibility.whenCanBorrow",
+            (BORROW, TRY_NEXT_FLAVOR),
+            BORROW,
+        ),
+        _choice(
+            doc,
+            fung.get("whenCanPreempt"),
+            "spec.flavorFungibility.whenCanPreempt",
+            (PREEMPT, TRY_NEXT_FLAVOR),
+            TRY_NEXT_FLAVOR,
+        ),
+    )
+    strategy = _choice(
+        doc,
+        spec.get("queueingStrategy"),
+        "spec.queueingStrategy",
+        (STRICT_FIFO, BEST_EFFORT_FIFO),
+        BEST_EFFORT_FIFO,
+    )
+    return ClusterQueue(
+        name,
+        cohort,
+        _groups(doc, spec, cohort is not None),
+        strategy,
+        preemption,
+        fungibility,
+        _weight(doc, spec),
+    )
+
+
+def _cohort(doc: _Doc, name: str, spec: Mapping[str, Any]) -> Cohort:
+    _keys(doc, spec, "spec", {"parent", "parentName", "resourceGroups", "fairSharing"})
+    parent_raw = spec.get("parent", spec.get("parentName"))
+    parent = None if parent_raw in (None, "") else _name(doc, parent_raw, "spec.parent")
+    return Cohort(name, parent, _groups(doc, spec, parent is not None), _weight(doc, spec))
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.flavors: dict[str, ResourceFlavor] = {}
+        self.cqs: dict[str, ClusterQueue] = {}
+        self.cohorts: dict[str, Cohort] = {}
+        self.lqs: dict[str, LocalQueue] = {}
+        self.pcs: dict[str, PriorityClass] = {}
+        self.fair = FairSharing()
+        self.where: dict[tuple[str, str], str] = {}
+
+    def add(self, path: str, index: int, data: Mapping[str, Any]) -> None:
+        api = str(data.get("apiVersion", ""))
+        kind = str(data.get("kind", ""))
+        group = api.split("/", 1)[0]
+        if group not in (KUEUE_GROUP, CONFIG_GROUP):
+            return
+        meta = data.get("metadata") or {}
+        name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+        doc = _Doc(path, index, kind or "?", name)
+        if group == CONFIG_GROUP:
+            self._configuration(doc, data)
+            return
+        name = _name(doc, name, "metadata.name")
+        spec = _mapping(doc, data.get("spec"), "spec")
+        key = (kind, name if kind != "LocalQueue" else f"{self._namespace(doc, meta)}/{name}")
+        if key in self.where:
+            raise TenancyError(f"{doc.where}: defined again (first in {self.where[key]})")
+        self.where[key] = doc.where
+        if kind == "ResourceFlavor":
+            labels = _mapping(doc, spec.get("nodeLabels"), "spec.nodeLabels")
+            self.flavors[name] = ResourceFlavor(name, {str(k): str(v) for k, v in labels.items()})
+        elif kind == "ClusterQueue":
+            self.cqs[name] = _cluster_queue(doc, name, spec)
+        elif kind == "Cohort":
+            self.cohorts[name] = _cohort(doc, name, spec)
+        elif kind == "LocalQueue":
+            _keys(doc, spec, "spec", {"clusterQueue", "stopPolicy", "fairSharing"})
+            cq = _name(doc, spec.get("clusterQueue"), "spec.clusterQueue")
+            lq = LocalQueue(self._namespace(doc, meta), name, cq)
+            self.lqs[lq.ref] = lq
+        elif kind == "WorkloadPriorityClass":
+            value = data.get("value")
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise doc.fail("value", "an integer priority", value)
+            self.pcs[name] = PriorityClass(name, value)
+        else:
+            raise TenancyError(
+                f"{doc.where}: kind {kind!r} is not modelled; dlsched reads ResourceFlavor, "
+                "ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass and Configuration"
+            )
+
+    @staticmethod
+    def _namespace(doc: _Doc, meta: Mapping[str, Any]) -> str:
+        ns = meta.get("namespace", "default")
+        return _name(doc, ns, "metadata.namespace")
+
+    def _configuration(self, doc: _Doc, data: Mapping[str, Any]) -> None:
+        fair = _mapping(doc, data.get("fairSharing"), "fairSharing")
+        if not fair:
+            return
+        enabled = fair.get("enable", False)
+        if not isinstance(enabled, bool):
+            raise doc.fail("fairSharing.enable", "true or false", enabled)
+        raw = fair.get("preemptionStrategies")
+        strategies = FairSharing().strategies
+        if raw is not None:
+            allowed = (LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL)
+            strategies = tuple(
+                _choice(doc, s, "fairSharing.preemptionStrategies", allowed, allowed[0])
+                for s in _list(doc, raw, "fairSharing.preemptionStrategies")
+            )
+        self.fair = FairSharing(enabled, strategies)
+
+    def build(self, source: str) -> Tenancy:
+        for cq in self.cqs.values():
+            for group in cq.resource_groups:
+                for fq in group.flavors:
+                    if fq.flavor not in self.flavors:
+                        raise TenancyError(
+                            f"{self.where[('ClusterQueue', cq.name)]}: flavor {fq.flavor!r} has "
+                            "no ResourceFlavor"
+                        )
+        cohorts = dict(self.cohorts)
+        # A cohort named only by ClusterQueues exists implicitly, as in Kueue.
+        for cq in self.cqs.values():
+            if cq.cohort is not None and cq.cohort not in cohorts:
+                cohorts[cq.cohort] = Cohort(cq.cohort)
+        for co in list(cohorts.values()):
+            if co.parent is not None and co.parent not in cohorts:
+                cohorts[co.parent] = Cohort(co.parent)
+        for co in cohorts.values():
+            seen = [co.name]
+            parent = co.parent
+            while parent is not None:
+                if parent in seen:
+                    raise TenancyError(
+                        f"{source}: cohorts form a cycle: {' -> '.join([*seen, parent])}"
+                    )
+                seen.append(parent)
+                parent = cohorts[parent].parent
+        for lq in self.lqs.values():
+            if lq.cluster_queue not in self.cqs:
+                raise TenancyError(
+                    f"{self.where[('LocalQueue', lq.ref)]}: spec.clusterQueue {lq.cluster_queue!r} "
+                    "is not a ClusterQueue of these manifests"
+                )
+        if not self.cqs:
+            raise TenancyError(f"{source}: no ClusterQueue (kind ClusterQueue, {KUEUE_GROUP})")
+        return Tenancy(self.flavors, self.cqs, cohorts, self.lqs, self.pcs, self.fair, source)
+
+
+def load_yaml_documents(path: Path) -> list[object]:
+    """Every document of a YAML file (PyYAML's safe loader); :class:`TenancyError` naming the
+    file and line on a syntax error."""
+    require("queue manifests", "tenancy")
+    import yaml
+
+    try:
+        # libyaml's loader when PyYAML was built with it: the same documents, faster.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        return list(yaml.load_all(path.read_text(), Loader=loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise TenancyError(
+            f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}"
+        ) from None
+
+
+def _bundled_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "data" / "queues"
+
+
+def bundled_manifest_names() -> tuple[str, ...]:
+    """Names of the manifests shipped with dlsched (``src/dlsched/data/queues/NAME.yaml``)."""
+    return tuple(sorted(p.stem for p in _bundled_dir().glob("*.yaml")))
+
+
+def read_manifests(paths: str | Path | list[str | Path]) -> Tenancy:
+    """The queue objects of one or more YAML files (a directory: its ``*.yaml``/``*.yml``
+    files, in name order; a name that is no path: the bundled manifests of that name, e.g.
+    ``philly-cohort``), validated."""
+    items = paths if isinstance(paths, list) else [paths]
+    files: list[Path] = []
+    for item in items:
+        p = Path(item)
+        bundled = _bundled_dir() / f"{item}.yaml"
+        if p.is_dir():
+            files.extend(sorted([*p.glob("*.yaml"), *p.glob("*.yml")]))
+        elif p.is_file():
+            files.append(p)
+        elif "/" not in str(item) and bundled.is_file():
+            files.append(bundled)
+        else:
+            raise FileNotFoundError(
+                f"queue manifests {p}: no such file or directory, nor bundled manifests of that "
+                f"name (bundled: {', '.join(bundled_manifest_names())})"
+            )
+    builder = _Builder()
+    for path in files:
+        for index, data in enumerate(load_yaml_documents(path), start=1):
+            if data is None:
+                continue
+            if not isinstance(data, Mapping):
+                raise TenancyError(f"{path}: document {index}: expected a mapping, got {data!r}")
+            builder.add(str(path), index, data)
+    return builder.build(", ".join(str(f) for f in files))

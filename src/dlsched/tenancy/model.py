@@ -1,0 +1,190 @@
+"""Tenants and their quotas as data, with Kueue's meaning (see docs/tenants.md).
+
+A :class:`ClusterQueue` holds quota per flavor and resource (``nominal``, optional
+``borrowing_limit`` and ``lending_limit``) in resource groups; it may belong to a
+:class:`Cohort`, and cohorts may have parents (a cohort tree) and quota of their own. A
+:class:`LocalQueue` (namespace/name) points at a ClusterQueue; a :class:`PriorityClass` gives a
+workload its priority. Resources are named as in Kubernetes: any name ending in ``gpu``
+(``nvidia.com/gpu``) counts a job's GPUs, ``cpu`` its CPUs, ``memory`` its memory (MiB here),
+``pods`` one per workload; other resources are requested by no trace job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dlsched.tenancy.errors import TenancyError
+
+NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY = (
+    "Never",
+    "LowerPriority",
+    "LowerOrNewerEqualPriority",
+    "Any",
+)
+WITHIN_CQ_POLICIES = (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL)
+RECLAIM_POLICIES = (NEVER, LOWER_PRIORITY, ANY)
+BORROW_POLICIES = (NEVER, LOWER_PRIORITY)
+STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
+BORROW, TRY_NEXT_FLAVOR, PREEMPT = "Borrow", "TryNextFlavor", "Preempt"
+LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL = "LessThanOrEqualToFinalShare", "LessThanInitialShare"
+GPU, CPU, MEMORY, PODS = "gpu", "cpu", "memory", "pods"
+
+
+def resource_kind(name: str) -> str | None:
+    """Which of a job's requests a Kubernetes resource name counts: ``gpu``, ``cpu``,
+    ``memory``, ``pods``, or None (nothing a trace job asks for)."""
+    if name in (CPU, MEMORY, PODS):
+        return name
+    if name == GPU or name.endswith("/gpu"):
+        return GPU
+    return None
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    """Quota of one resource in one flavor. ``borrowing_limit``/``lending_limit`` None: no
+    limit (borrow up to what the cohort has; lend all unused quota)."""
+
+    nominal: float
+    borrowing_limit: float | None = None
+    lending_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class FlavorQuotas:
+    """A flavor's quotas in one resource group, by resource name (in covered order)."""
+
+    flavor: str
+    resources: Mapping[str, ResourceQuota]
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    """Resources that share one list of flavors: a workload takes all of them from one flavor,
+    trying the flavors in order."""
+
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """A ClusterQueue's preemption policies (Kueue's defaults: never preempt)."""
+
+    within_cluster_queue: str = NEVER
+    reclaim_within_cohort: str = NEVER
+    borrow_within_cohort: str = NEVER
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True)
+class Fungibility:
+    """What a ClusterQueue does when a flavor fits only by borrowing or by preempting."""
+
+    when_can_borrow: str = BORROW
+    when_can_preempt: str = TRY_NEXT_FLAVOR
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    """Quota and policies of one tenant queue."""
+
+    name: str
+    cohort: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    queueing_strategy: str = BEST_EFFORT_FIFO
+    preemption: Preemption = field(default_factory=Preemption)
+    fungibility: Fungibility = field(default_factory=Fungibility)
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """A node of a cohort tree: its parent cohort (None: a root) and shared quota of its own."""
+
+    name: str
+    parent: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class ResourceFlavor:
+    """A kind of resource, e.g. a GPU model, selected by node labels."""
+
+    name: str
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LocalQueue:
+    """A namespace's queue, feeding one ClusterQueue."""
+
+    namespace: str
+    name: str
+    cluster_queue: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class PriorityClass:
+    """A WorkloadPriorityClass: a workload's priority in queueing and preemption."""
+
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class FairSharing:
+    """Kueue's fair sharing (its Configuration's ``fairSharing``): off by default, in which
+    case classic preemption applies."""
+
+    enabled: bool = False
+    strategies: tuple[str, ...] = (LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL)
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """Every queue object of a run, validated (:func:`dlsched.tenancy.manifests.read_manifests`
+    builds one)."""
+
+    flavors: Mapping[str, ResourceFlavor]
+    cluster_queues: Mapping[str, ClusterQueue]
+    cohorts: Mapping[str, Cohort]
+    local_queues: Mapping[str, LocalQueue]
+    priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    source: str = "<memory>"
+
+    def local_queue(self, ref: str) -> LocalQueue:
+        """The LocalQueue ``namespace/name``, or ``name`` when one namespace has it."""
+        if ref in self.local_queues:
+            return self.local_queues[ref]
+        if "/" not in ref:
+            found = [lq for lq in self.local_queues.values() if lq.name == ref]
+            if len(found) == 1:
+                return found[0]
+            if len(found) > 1:
+                spaces = ", ".join(sorted(lq.namespace for lq in found))
+                raise TenancyError(
+                    f"{self.source}: LocalQueue {ref!r} exists in namespaces {spaces}; "
+                    "name it as NAMESPACE/NAME"
+                )
+        known = ", ".join(sorted(self.local_queues)[:10]) or "none"
+        raise TenancyError(f"{self.source}: no LocalQueue {ref!r}; LocalQueues: {known}")
+
+    def priority(self, name: str | None) -> int:
+        """The value of priority class ``name`` (None: 0, Kueue's default)."""
+        if name is None:
+            return 0
+        pc = self.priority_classes.get(name)
+        if pc is None:
+            known = ", ".join(sorted(self.priority_classes)) or "none"
+            raise TenancyError(
+                f"{self.source}: no WorkloadPriorityClass {name!r}; classes: {known}"
+            )
+        return pc.value

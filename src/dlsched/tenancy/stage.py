@@ -1,0 +1,199 @@
+"""The admission stage the simulator puts in front of its ordering schedulers.
+
+A job that arrives is not shown to its policy at once: it becomes a Kueue workload in its
+ClusterQueue (through its LocalQueue, :mod:`~dlsched.tenancy.queue_map`) and waits for
+admission (:class:`~dlsched.tenancy.admission.Admission`: quota, borrowing, reclaim and
+preemption). Admitted jobs go to the ordering policy and placer as usual; the evictions an
+admission needs come back as the preemptions of a :class:`~dlsched.scheduler.plan.Plan`, and the
+evicted jobs wait for admission again. A job's quota is what it asked for (its GPUs, CPUs and
+memory), held from admission until it finishes or is evicted.
+
+The stage also keeps what the run reports per ClusterQueue (:meth:`AdmissionStage.report`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dlsched.tenancy.admission import CAUSES, Admission, Workload
+from dlsched.tenancy.errors import TenancyError
+from dlsched.tenancy.model import CPU, GPU, MEMORY, PODS, Tenancy, resource_kind
+from dlsched.tenancy.queue_map import QueueMap
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One admission: the job now admitted, and the admitted jobs evicted for it (with the
+    cause of each: ``priority``, ``reclaim`` or ``fair_share``)."""
+
+    job: Any
+    evicted: tuple[tuple[Any, str], ...]
+
+
+class AdmissionStage:
+    """Admission of one run's jobs (module docstring), given each trace row's VC and user. A
+    queue map naming queues or classes the manifests lack is refused here; a job that maps to
+    no LocalQueue is set aside when it arrives, with the reason."""
+
+    def __init__(
+        self,
+        tenancy: Tenancy,
+        queue_map: QueueMap,
+        gpu_types: Iterable[str],
+        vcs: Sequence[str | None],
+        users: Sequence[str | None],
+    ) -> None:
+        queue_map.check(tenancy)
+        self.tenancy = tenancy
+        self.admission = Admission(tenancy, gpu_types)
+        index = self.admission.quota.index
+        resolved: dict[tuple[str | None, str | None], tuple[int, int]] = {}
+        self.unmapped: dict[int, str] = {}
+        self.row_cq: list[int] = []
+        self.row_priority: list[int] = []
+        for vc, user in zip(vcs, users, strict=True):
+            key = (vc, user)
+            found = resolved.get(key)
+            if found is None:
+                found = resolved[key] = self._resolve(queue_map, vc, user, index)
+            self.row_cq.append(found[0])
+            self.row_priority.append(found[1])
+        self.names = list(tenancy.cluster_queues)
+        self._workloads: dict[Any, Workload] = {}
+        self._seq = 0
+        self.preemptions = [dict.fromkeys(CAUSES, 0) for _ in self.names]
+        quota = self.admission.quota
+        gpu_frs = {fr for fr, (_, name) in quota.fr_names.items() if resource_kind(name) == GPU}
+        self._gpu_frs = [[fr for fr in quota.nominal[cq] if fr in gpu_frs] for cq in index.values()]
+        n = len(self.names)
+        # Per queue: GPUs in use and borrowed since ``_since``, and their integrals before.
+        self._since = [0.0] * n
+        self._used = [0.0] * n
+        self._borrowed = [0.0] * n
+        self._used_s = [0.0] * n
+        self._borrowed_s = [0.0] * n
+        self._start: float | None = None
+        self._never: dict[tuple[int, Any], str | None] = {}
+        self._requests: dict[Any, dict[str, float]] = {}
+
+    def _resolve(
+        self, queue_map: QueueMap, vc: str | None, user: str | None, index: dict[str, int]
+    ) -> tuple[int, int]:
+        """(ClusterQueue, priority) of a job of ``vc`` and ``user``; ClusterQueue -1 (the
+        reason kept in :attr:`unmapped`) when it maps to no LocalQueue."""
+        ref = queue_map.queue_ref(vc, user)
+        try:
+            if ref is None:
+                raise TenancyError(f"queue map {queue_map.source} names none")
+            lq = self.tenancy.local_queue(ref)
+        except TenancyError as exc:
+            missing = len(self.unmapped) + 1
+            detail = "no such LocalQueue" if ref is not None else str(exc)
+            self.unmapped[-missing] = f"vc {vc!r}, user {user!r}: LocalQueue {ref!r}: {detail}"
+            return -missing, 0
+        return index[lq.cluster_queue], self.tenancy.priority(queue_map.priority_class(vc, user))
+
+    # ---- jobs in and out ---------------------------------------------------------------------
+    def arrive(self, job: Any, row: int, demand: Any, now: float) -> str | None:
+        """``job`` (trace row ``row``) waits for admission, asking its ``demand`` (GPUs, CPUs,
+        memory in MiB, GPU type; one pod); or the reason it can never be admitted (then it does
+        not wait). Demands are compared by value, so equal ones share their checks."""
+        cq = self.row_cq[row]
+        if cq < 0:
+            return self.unmapped[cq]
+        requests = self._requests.get(demand)
+        if requests is None:
+            asked = {GPU: float(demand.gpus), CPU: demand.cpus, MEMORY: demand.memory_mib}
+            requests = {k: v for k, v in asked.items() if v}
+            requests[PODS] = 1.0
+            self._requests[demand] = requests
+        self._seq += 1
+        wl = Workload(
+            job, cq, self.row_priority[row], now, self._seq, requests, demand.gpu_type, shape=demand
+        )
+        key = (cq, demand)
+        if key in self._never:
+            reason = self._never[key]
+        else:
+            reason = self._never[key] = self.admission.never_admitted(wl)
+        if reason is not None:
+            return reason
+        self._workloads[job] = wl
+        self.admission.submit(wl)
+        return None
+
+    def requeue(self, job: Any) -> None:
+        """An evicted job (now stopped) waits for admission again."""
+        self.admission.submit(self._workloads[job])
+
+    def finish(self, job: Any, now: float) -> None:
+        """An admitted job ended: its quota is free again."""
+        wl = self._workloads.pop(job)
+        self.admission.finish(wl)
+        self._note(wl.cq, now)
+
+    def queue_of(self, job: Any) -> str:
+        return self.names[self._workloads[job].cq]
+
+    def gpu_type_of(self, job: Any) -> str | None:
+        """The GPU type the flavors an admitted job got select (None: any)."""
+        return self.admission.gpu_type_of(self._workloads[job])
+
+    # ---- the stage ---------------------------------------------------------------------------
+    def run(self, now: float) -> list[Decision]:
+        """Admit what can be admitted at ``now``; evicted jobs must be stopped and then given
+        back with :meth:`requeue`."""
+        if self._start is None:
+            self._start = now
+        out: list[Decision] = []
+        touched: set[int] = set()
+        for admitted in self.admission.schedule(now):
+            evicted = []
+            for ev in admitted.evictions:
+                self.preemptions[ev.workload.cq][ev.cause] += 1
+                touched.add(ev.workload.cq)
+                evicted.append((ev.workload.key, ev.cause))
+            touched.add(admitted.workload.cq)
+            out.append(Decision(admitted.workload.key, tuple(evicted)))
+        for cq in sorted(touched):
+            self._note(cq, now)
+        return out
+
+    # ---- what the run reports ----------------------------------------------------------------
+    def _note(self, cq: int, now: float) -> None:
+        quota = self.admission.quota
+        used = sum(quota.usage[cq].get(fr, 0.0) for fr in self._gpu_frs[cq])
+        borrowed = sum(
+            max(0.0, quota.usage[cq].get(fr, 0.0) - quota.nominal[cq].get(fr, 0.0))
+            for fr in self._gpu_frs[cq]
+        )
+        if used != self._used[cq] or borrowed != self._borrowed[cq]:
+            self._integrate(cq, now)
+            self._used[cq], self._borrowed[cq] = used, borrowed
+
+    def _integrate(self, cq: int, now: float) -> None:
+        dt = now - self._since[cq]
+        self._used_s[cq] += self._used[cq] * dt
+        self._borrowed_s[cq] += self._borrowed[cq] * dt
+        self._since[cq] = now
+
+    def report(self, end: float) -> dict[str, dict[str, Any]]:
+        """Per ClusterQueue: nominal GPU quota, time-averaged GPUs in use and borrowed over
+        the run, and evictions by cause."""
+        for cq in range(len(self.names)):
+            self._integrate(cq, end)
+        span = end - (self._start if self._start is not None else end)
+        quota = self.admission.quota
+        out: dict[str, dict[str, Any]] = {}
+        for cq, name in enumerate(self.names):
+            nominal = sum(quota.nominal[cq].get(fr, 0.0) for fr in self._gpu_frs[cq])
+            out[name] = {
+                "cohort": self.tenancy.cluster_queues[name].cohort,
+                "nominal_gpus": nominal,
+                "used_gpus_avg": self._used_s[cq] / span if span > 0 else None,
+                "borrowed_gpus_avg": self._borrowed_s[cq] / span if span > 0 else None,
+                "preemptions": dict(self.preemptions[cq]),
+            }
+        return out
