@@ -21,6 +21,7 @@ from dlsched.serving.cluster import ROUTERS, simulate_serving
 from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.disaggregated import Pool, simulate_disaggregated
+from dlsched.serving.energy import serving_energy, serving_power
 from dlsched.serving.hardware import kv_blocks, model_shape
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
@@ -217,16 +218,18 @@ def serve_sim(
             run = mixed.serving
             extra = {"training": training_summary(mixed)}
             extra["autoscaler"] = dataclasses.asdict(scaler)
-        elif prefill_replicas is None:
-            run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
         else:
-            run = simulate_disaggregated(
-                trace,
-                Pool(iteration_model, config, prefill_replicas),
-                Pool(iteration_model, config, replicas - prefill_replicas),
-                model_shape(model).kv_bytes_per_token,
-                link,
-            )
+            if prefill_replicas is None:
+                run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
+            else:
+                run = simulate_disaggregated(
+                    trace,
+                    Pool(iteration_model, config, prefill_replicas),
+                    Pool(iteration_model, config, replicas - prefill_replicas),
+                    model_shape(model).kv_bytes_per_token,
+                    link,
+                )
+            extra = dict(serving_energy(run, serving_power(model, gpu, tp), tp))
         recorded = {
             "kind": "serving",
             "requests": str(path),
@@ -282,5 +285,5 @@ def _check_disaggregation(
 
 def _headline(summary: dict[str, object]) -> dict[str, object]:
     keys = ("requests", "served", "rejected", "preemptions", "ttft_s", "tbt_s", "e2e_s")
-    shown = (*keys, "slo_attainment", "goodput_rps", "training")
+    shown = (*keys, "slo_attainment", "goodput_rps", "energy_j", "training")
     return {k: summary[k] for k in shown if k in summary}

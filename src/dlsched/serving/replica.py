@@ -334,7 +334,7 @@ def iteration_steps(
         else:
             duration = step_time(prefill_tokens, pairs, 0, 0)
         now += duration
-        log.iterations += 1
+        log.ran(index, duration)
         if decode:
             step += 1
             log.gap(now - last_decode, ndec - len(joiners))
@@ -413,10 +413,11 @@ def _static(
         if now >= next_sample:
             samples.add(now, index, size, len(waiting), blocks / total)
             next_sample = now + samples.every
-        now += model.iteration_time(
+        prefill = model.iteration_time(
             size * longest_prompt, size * chunk_pairs(longest_prompt, 0), 0, 0
         )
-        log.iterations += 1
+        now += prefill
+        log.ran(index, prefill)
         for i in batch:
             log.first_token[i] = now
             log.generated[i] = 1
@@ -425,7 +426,7 @@ def _static(
         for k in range(1, longest_output):
             began = now
             now += model.iteration_time(0, 0.0, size, size * (longest_prompt + k - 1))
-            log.iterations += 1
+            log.ran(index, now - began)
             emitting = [i for i in batch if outputs[i] > k]
             log.gap(now - began, len(emitting))
             for i in emitting:
