@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +27,7 @@ from dlsched.serving.hardware import kv_blocks, model_shape
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
 from dlsched.serving.readers.read import read_requests
+from dlsched.serving.replica_count import replica_steps
 from dlsched.serving.rundir import write_serving_run
 from dlsched.trace.read import read_trace
 
@@ -218,6 +220,7 @@ def serve_sim(
             run = mixed.serving
             extra = {"training": training_summary(mixed)}
             extra["autoscaler"] = dataclasses.asdict(scaler)
+            extra["replica_count"] = replica_steps(mixed.instances)
         else:
             if prefill_replicas is None:
                 run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
@@ -230,6 +233,7 @@ def serve_sim(
                     link,
                 )
             extra = dict(serving_energy(run, serving_power(model, gpu, tp), tp))
+            extra["replica_count"] = replica_steps([(0.0, math.inf)] * replicas)
         recorded = {
             "kind": "serving",
             "requests": str(path),
