@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -151,6 +152,39 @@ def test_serving_beside_training_records_both_sides(tmp_path: Path) -> None:
         (["--cluster", "8x8"], "--cluster needs --beside"),
         (["--beside", training], "--beside needs --cluster"),
         (["--beside", training, "--cluster", "8x8", "--replicas", "2"], "--replicas does not"),
+    ]
+    for extra, message in cases:
+        refused = invoke("azure_code_3000", "--out", bad, *extra)
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+        assert not bad.exists()
+
+
+def test_autoscaled_run_reports_replicas_over_time_and_refuses_fixed_sizes(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "scaled"
+    args = ["azure_conv_5000", "--out", out, "--autoscale", "--capacity", "1.0"]
+    result = invoke(*args, "--window", "120", "--cold-start", "30")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    steps = summary["replica_count"]
+    counts = [count for _, count in steps]
+    # The first replica is ready after its cold start; the count moves with the load and
+    # ends at zero when the last window closes.
+    assert steps[0][0] == 30.0 and counts[-1] == 0
+    assert max(counts) > counts[0] and len(set(counts)) > 2
+    # Every replica instance started once: the first ones plus every later rise.
+    rises = sum(max(0, b - a) for a, b in itertools.pairwise(counts))
+    assert summary["replicas"] == counts[0] + rises
+    assert summary["energy_j"] > 0 and 0 < summary["gpu_utilization"] <= 1
+    config = json.loads((out / "config.json").read_text())
+    assert config["autoscale"] is True and config["replicas"] is None
+    bad = tmp_path / "bad"
+    cases = [
+        (["--window", "60"], "--window needs --autoscale or --beside"),
+        (["--autoscale", "--replicas", "2"], "--replicas does not apply when autoscaled"),
+        (["--autoscale", "--router", "kv-aware"], "--router does not apply when autoscaled"),
+        (["--autoscale", "--policy", "fifo"], "--policy needs --beside"),
     ]
     for extra, message in cases:
         refused = invoke("azure_code_3000", "--out", bad, *extra)

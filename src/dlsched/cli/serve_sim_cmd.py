@@ -19,7 +19,12 @@ from dlsched.serving.arrivals import scale_rate
 from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
 from dlsched.serving.cluster import ROUTERS, simulate_serving
-from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
+from dlsched.serving.colocated import (
+    autoscaled_serving,
+    measure_capacity,
+    run_colocated,
+    training_summary,
+)
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.disaggregated import Pool, simulate_disaggregated
 from dlsched.serving.energy import serving_energy, serving_power
@@ -106,6 +111,13 @@ def serve_sim(
         float | None,
         typer.Option(help="With --prefill-replicas: KV transfer link, Gbit/s (default 400)."),
     ] = None,
+    autoscale: Annotated[
+        bool,
+        typer.Option(
+            help="Size the replicas per window against the SLO (--window, --headroom, "
+            "--cold-start, --capacity) instead of --replicas; implied by --beside."
+        ),
+    ] = False,
     beside: Annotated[
         str | None,
         typer.Option(
@@ -121,21 +133,19 @@ def serve_sim(
         typer.Option(help="With --beside: serving-first (default) or any job policy."),
     ] = None,
     window: Annotated[
-        float | None, typer.Option(help="With --beside: autoscaler window, s (default 600).")
+        float | None, typer.Option(help="Autoscaled: window, s (default 600).")
     ] = None,
     headroom: Annotated[
         float | None,
-        typer.Option(help="With --beside: replicas per window x this (default 1.2)."),
+        typer.Option(help="Autoscaled: replicas per window x this (default 1.2)."),
     ] = None,
     cold_start: Annotated[
         float | None,
-        typer.Option(help="With --beside: model load time of a replica, s (default 120)."),
+        typer.Option(help="Autoscaled: model load time of a replica, s (default 120)."),
     ] = None,
     capacity: Annotated[
         float | None,
-        typer.Option(
-            help="With --beside: req/s one replica serves at the SLO (default: measured)."
-        ),
+        typer.Option(help="Autoscaled: req/s one replica serves at the SLO (default: measured)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     force: ForceOpt = False,
@@ -156,25 +166,27 @@ def serve_sim(
                     f"{flag} does not apply to scheduler {scheduler!r} (only to "
                     f"{', '.join(ONLY_FOR[flag])})"
                 )
-        autoscaled = {
-            "--cluster": cluster,
-            "--policy": policy,
+        scaling = {
             "--window": window,
             "--headroom": headroom,
             "--cold-start": cold_start,
             "--capacity": capacity,
         }
+        autoscale = autoscale or beside is not None
         if beside is None:
-            _refuse_given(autoscaled, "needs --beside (a training trace to run beside)")
-        else:
-            if cluster is None:
-                raise ValueError("--beside needs --cluster (the cluster both share)")
+            shared = {"--cluster": cluster, "--policy": policy}
+            _refuse_given(shared, "needs --beside (a training trace to run beside)")
+        elif cluster is None:
+            raise ValueError("--beside needs --cluster (the cluster both share)")
+        if autoscale:
             fixed = {
                 "--replicas": replicas,
                 "--router": router,
                 "--prefill-replicas": (prefill_replicas),
             }
-            _refuse_given(fixed, "does not apply with --beside (the autoscaler sizes replicas)")
+            _refuse_given(fixed, "does not apply when autoscaled (the autoscaler sizes replicas)")
+        else:
+            _refuse_given(scaling, "needs --autoscale or --beside")
         replicas = 1 if replicas is None else replicas
         router = router or "round-robin"
         _check_disaggregation(prefill_replicas, link_gbps, replicas, scheduler, router)
@@ -198,14 +210,22 @@ def serve_sim(
         slo = Slo(slo_ttft, slo_tbt)
         link = (link_gbps or DEFAULT_LINK_GBPS) * 1e9 / 8
         extra: dict[str, object] = {}
-        if beside is not None:
-            assert cluster is not None
+        power = serving_power(model, gpu, tp)
+        if autoscale:
             scaler = Autoscaler(
                 capacity or measure_capacity(trace, iteration_model, config, slo),
                 window_s=window or 600.0,
                 headroom=headroom or 1.2,
                 cold_start_s=120.0 if cold_start is None else cold_start,
             )
+            extra["autoscaler"] = dataclasses.asdict(scaler)
+        if autoscale and beside is None:
+            run, held = autoscaled_serving(trace, scaler, iteration_model, config)
+            extra |= serving_energy(run, power, tp, held_s=sum(e - s for s, e in held))
+            serving = [(s + scaler.cold_start_s, e) for s, e in held]
+            extra["replica_count"] = replica_steps(serving)
+        elif beside is not None:
+            assert cluster is not None
             training = read_trace(beside).trace
             mixed = run_colocated(
                 trace,
@@ -218,8 +238,7 @@ def serve_sim(
                 policy or "serving-first",
             )
             run = mixed.serving
-            extra = {"training": training_summary(mixed)}
-            extra["autoscaler"] = dataclasses.asdict(scaler)
+            extra["training"] = training_summary(mixed)
             extra["replica_count"] = replica_steps(mixed.instances)
         else:
             if prefill_replicas is None:
@@ -232,7 +251,7 @@ def serve_sim(
                     model_shape(model).kv_bytes_per_token,
                     link,
                 )
-            extra = dict(serving_energy(run, serving_power(model, gpu, tp), tp))
+            extra |= serving_energy(run, power, tp)
             extra["replica_count"] = replica_steps([(0.0, math.inf)] * replicas)
         recorded = {
             "kind": "serving",
@@ -243,8 +262,9 @@ def serve_sim(
             "gpu": gpu,
             "tp": tp,
             "perf_model": perf_model,
-            "replicas": replicas,
-            "router": router,
+            "replicas": None if autoscale else replicas,
+            "router": None if autoscale else router,
+            "autoscale": autoscale,
             "load_scale": load_scale,
             "seed": seed,
             "prefill_replicas": prefill_replicas,

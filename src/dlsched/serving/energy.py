@@ -53,18 +53,21 @@ def serving_power(
     return ServingPower(base.idle_w_per_gpu, base.busy_extra_w_per_gpu, "simulator power model")
 
 
-def serving_energy(run: ServingRun, power: ServingPower, tp: int) -> dict[str, float | str | None]:
-    """Energy (J) and GPU utilization of ``run``, whose replicas of ``tp`` GPUs each live from
-    the first arrival to the last response: null when nothing was served."""
+def serving_energy(
+    run: ServingRun, power: ServingPower, tp: int, held_s: float | None = None
+) -> dict[str, float | str | None]:
+    """Energy (J) and GPU utilization of ``run``, whose replicas of ``tp`` GPUs were held for
+    ``held_s`` replica-seconds in all (default: each from the first arrival to the last
+    response); null when nothing was served."""
     arrivals, _, _ = run.trace.arrays()
     finishes = [f for f in run.log.finish if not math.isnan(f)]
     if not finishes or not len(arrivals):
         return {"energy_j": None, "gpu_utilization": None, "power_source": power.source}
-    span = max(finishes) - float(arrivals[0])
+    if held_s is None:
+        held_s = run.replicas * (max(finishes) - float(arrivals[0]))
     busy = sum(run.log.busy)
-    idle_j = run.replicas * tp * power.idle_w * span
     return {
-        "energy_j": idle_j + tp * power.busy_extra_w * busy,
-        "gpu_utilization": busy / (run.replicas * span) if span > 0 else None,
+        "energy_j": tp * (power.idle_w * held_s + power.busy_extra_w * busy),
+        "gpu_utilization": busy / held_s if held_s > 0 else None,
         "power_source": power.source,
     }
