@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
@@ -27,7 +26,7 @@ from dlsched.serving.colocated import (
 )
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.disaggregated import Pool, simulate_disaggregated
-from dlsched.serving.energy import serving_energy, serving_power
+from dlsched.serving.energy import plain_extra, serving_energy, serving_power
 from dlsched.serving.hardware import kv_blocks, model_shape
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
@@ -251,8 +250,7 @@ def serve_sim(
                     model_shape(model).kv_bytes_per_token,
                     link,
                 )
-            extra |= serving_energy(run, power, tp)
-            extra["replica_count"] = replica_steps([(0.0, math.inf)] * replicas)
+            extra |= plain_extra(run, model, gpu, tp)
         recorded = {
             "kind": "serving",
             "requests": str(path),

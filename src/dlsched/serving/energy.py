@@ -20,6 +20,7 @@ from statistics import fmean
 
 from dlsched.serving.cluster import ServingRun
 from dlsched.serving.perf.measured import PerfPoint, load_perf_points
+from dlsched.serving.replica_count import replica_steps
 from dlsched.sim.config import PowerConfig
 
 RATED_W = {"a100-80gb": 400.0, "h100-80gb": 700.0, "h100-80gb-pcap": 700.0}
@@ -71,3 +72,11 @@ def serving_energy(
         "gpu_utilization": busy / held_s if held_s > 0 else None,
         "power_source": power.source,
     }
+
+
+def plain_extra(run: ServingRun, model: str, gpu: str, tp: int) -> dict[str, object]:
+    """The summary figures of a run on a fixed set of replicas (alive from time 0 to its
+    end): energy, GPU utilization, power source and the replica count."""
+    extra: dict[str, object] = dict(serving_energy(run, serving_power(model, gpu, tp), tp))
+    extra["replica_count"] = replica_steps([(0.0, math.inf)] * run.replicas)
+    return extra
