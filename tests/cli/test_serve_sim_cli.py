@@ -190,3 +190,26 @@ def test_autoscaled_run_reports_replicas_over_time_and_refuses_fixed_sizes(
         refused = invoke("azure_code_3000", "--out", bad, *extra)
         assert refused.exit_code == 2 and message in refused.output, refused.output
         assert not bad.exists()
+
+
+def test_swap_preemption_is_recorded_and_refused_where_it_cannot_apply(tmp_path: Path) -> None:
+    out = tmp_path / "swap"
+    # Little KV memory (22% of the GPUs' memory less the weights): requests get preempted.
+    args = ["azure_code_3000", "--replicas", "2", "--memory-fraction", "0.22"]
+    result = invoke(*args, "--preemption", "swap", "--out", out)
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())["replica"]
+    assert config["preemption"] == "swap"
+    # llama2-70b: 327,680 KV bytes a token over 8 A100 links of 32 GB/s.
+    assert config["swap_s_per_token"] == pytest.approx(327_680 / (8 * 32e9))
+    assert json.loads((out / "summary.json").read_text())["preemptions"] > 0
+    bad = tmp_path / "bad"
+    cases = [
+        (["--preemption", "swap", "--scheduler", "static"], "static scheduler never preempts"),
+        (["--pcie-gbps", "16"], "--pcie-gbps needs --preemption swap"),
+        (["--preemption", "evict"], "unknown preemption 'evict'"),
+    ]
+    for extra, message in cases:
+        refused = invoke("azure_code_3000", "--out", bad, *extra)
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+        assert not bad.exists()

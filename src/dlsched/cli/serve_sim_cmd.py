@@ -27,7 +27,7 @@ from dlsched.serving.colocated import (
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.disaggregated import Pool, simulate_disaggregated
 from dlsched.serving.energy import plain_extra, serving_energy, serving_power
-from dlsched.serving.hardware import kv_blocks, model_shape
+from dlsched.serving.hardware import kv_blocks, model_shape, swap_seconds_per_token
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
 from dlsched.serving.readers.read import read_requests
@@ -93,6 +93,20 @@ def serve_sim(
     ] = None,
     max_batch: Annotated[
         int | None, typer.Option(help="static: requests per batch (default 16).")
+    ] = None,
+    preemption: Annotated[
+        str,
+        typer.Option(
+            help="recompute (drop the KV cache, prefill again) or swap (to host memory "
+            "and back over PCIe); continuous and chunked."
+        ),
+    ] = "recompute",
+    pcie_gbps: Annotated[
+        float | None,
+        typer.Option(
+            help="With --preemption swap: host link per GPU, GB/s one way (default: "
+            "A100 32, H100 64)."
+        ),
     ] = None,
     memory_fraction: Annotated[
         float, typer.Option(help="Fraction of GPU memory for weights and KV cache.")
@@ -201,9 +215,18 @@ def serve_sim(
             "chunk_tokens": chunk_tokens,
             "max_batch": max_batch,
         }
+        if preemption == "swap" and scheduler == "static":
+            raise ValueError("--preemption swap: the static scheduler never preempts")
+        if pcie_gbps is not None and preemption != "swap":
+            raise ValueError("--pcie-gbps needs --preemption swap (nothing moves without it)")
+        link_bytes = None if pcie_gbps is None else pcie_gbps * 1e9
         config = ReplicaConfig(
             scheduler,
             kv_blocks=kv_blocks(model, gpu, tp, memory_fraction),
+            preemption=preemption,
+            swap_s_per_token=(
+                swap_seconds_per_token(model, gpu, tp, link_bytes) if preemption == "swap" else 0.0
+            ),
             **{k: v for k, v in limits.items() if v is not None},
         )
         slo = Slo(slo_ttft, slo_tbt)
