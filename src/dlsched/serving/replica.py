@@ -248,6 +248,15 @@ def iteration_steps(
         heapq.heappush(heap, (step + outputs[i] - gen[i], i, epoch.get(i, 0)))
         joiners.append(i)
 
+    def admit(i: int, need: int) -> None:
+        """Admit ``i``, the first waiting request, into ``need`` KV blocks."""
+        nonlocal used
+        waiting.popleft()
+        admitted[i] = None
+        used += need
+        if state is not None:
+            state.queued_blocks -= need
+
     def resumed_context(i: int) -> int:
         """KV tokens request ``i`` brings back: its prompt from a prefill replica, or every
         token but the newest from host memory (the newest is the next step's input)."""
@@ -296,11 +305,7 @@ def iteration_steps(
                     break
                 if used + need > limit:
                     break
-                waiting.popleft()
-                admitted[i] = None
-                used += need
-                if state is not None:
-                    state.queued_blocks -= need
+                admit(i, need)
                 if moved:
                     resume(i, context)
                     continue
@@ -315,11 +320,7 @@ def iteration_steps(
                 need = -(-context // bt)
                 if used + need > limit:
                     break
-                waiting.popleft()
-                admitted[i] = None
-                used += need
-                if state is not None:
-                    state.queued_blocks -= need
+                admit(i, need)
                 resume(i, context)
         decode = ndec > 0 and (chunked or not batch)
         if decode:
@@ -352,11 +353,7 @@ def iteration_steps(
                 need = -(-context // bt)
                 if used + need > limit:
                     break
-                waiting.popleft()
-                admitted[i] = None
-                used += need
-                if state is not None:
-                    state.queued_blocks -= need
+                admit(i, need)
                 reserved[i] = need
                 take = min(context, budget)
                 budget -= take
