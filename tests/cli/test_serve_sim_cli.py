@@ -90,11 +90,14 @@ def test_compare_shows_serving_figures_and_refuses_mixing_kinds(tmp_path: Path) 
     )
     result = CliRunner().invoke(app, ["compare", str(plain), str(chunked)])
     assert result.exit_code == 0, result.output
-    for title in ("TTFT p99 (s)", "TBT p99 (s)", "SLO attainment", "goodput", "requests"):
+    titles = ("TTFT p99 (s)", "TBT p99 (s)", "SLO attainment", "goodput", "requests")
+    for title in (*titles, "GPU util", "energy (kWh)"):
         assert title in result.output
     assert "avg JCT" not in result.output
     p99 = [json.loads((r / "summary.json").read_text())["tbt_s"]["p99"] for r in (plain, chunked)]
     assert f"({p99[1] / p99[0]:.2f}x)" in result.output
+    energy = [json.loads((r / "summary.json").read_text())["energy_kwh"] for r in (plain, chunked)]
+    assert f"({energy[1] / energy[0]:.2f}x)" in result.output
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     (jobs / "summary.json").write_text('{"policy": "fifo", "jobs": 3, "avg_jct_s": 10.0}')

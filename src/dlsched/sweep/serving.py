@@ -186,7 +186,6 @@ def _merge_grid(out: Path, grid: ServingGrid) -> ServingGrid:
 def cell_row(out: Path, cell: ServingCell) -> dict[str, Any]:
     """The coordinates and figures of one finished cell."""
     summary = json.loads((out / "cells" / cell.key / "summary.json").read_text())
-    energy = summary.get("energy_j")
     return {
         **asdict(cell),
         "requests": summary["requests"],
@@ -195,7 +194,7 @@ def cell_row(out: Path, cell: ServingCell) -> dict[str, Any]:
         "e2e_p99_s": summary["e2e_s"]["p99"],
         "slo_attainment": summary["slo_attainment"],
         "goodput_rps": summary["goodput_rps"],
-        "energy_kwh": None if energy is None else energy / 3.6e6,
+        "energy_kwh": summary.get("energy_kwh"),
     }
 
 
