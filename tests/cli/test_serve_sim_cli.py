@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -26,7 +27,10 @@ def test_bundled_trace_writes_a_serving_run(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["kind"] == "serving"
     assert summary["requests"] == summary["served"] == 3000
-    assert summary["energy_j"] is None and summary["gpu_utilization"] is None
+    # A100 with llama2-70b at TP 8 has measured power; the energy is at least the idle draw.
+    assert summary["power_source"].startswith("measured")
+    assert 0 < summary["gpu_utilization"] <= 1
+    assert summary["energy_j"] > 2 * 8 * (1750.0 / 8) * summary["makespan_s"]
     assert 0 <= summary["slo_attainment"] <= 1
     assert summary["ttft_s"]["p50"] <= summary["ttft_s"]["p99"]
     requests = pq.read_table(out / "jobs.parquet")
@@ -86,11 +90,14 @@ def test_compare_shows_serving_figures_and_refuses_mixing_kinds(tmp_path: Path) 
     )
     result = CliRunner().invoke(app, ["compare", str(plain), str(chunked)])
     assert result.exit_code == 0, result.output
-    for title in ("TTFT p99 (s)", "TBT p99 (s)", "SLO attainment", "goodput", "requests"):
+    titles = ("TTFT p99 (s)", "TBT p99 (s)", "SLO attainment", "goodput", "requests")
+    for title in (*titles, "GPU util", "energy (kWh)"):
         assert title in result.output
     assert "avg JCT" not in result.output
     p99 = [json.loads((r / "summary.json").read_text())["tbt_s"]["p99"] for r in (plain, chunked)]
     assert f"({p99[1] / p99[0]:.2f}x)" in result.output
+    energy = [json.loads((r / "summary.json").read_text())["energy_kwh"] for r in (plain, chunked)]
+    assert f"({energy[1] / energy[0]:.2f}x)" in result.output
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     (jobs / "summary.json").write_text('{"policy": "fifo", "jobs": 3, "avg_jct_s": 10.0}')
@@ -148,6 +155,62 @@ def test_serving_beside_training_records_both_sides(tmp_path: Path) -> None:
         (["--cluster", "8x8"], "--cluster needs --beside"),
         (["--beside", training], "--beside needs --cluster"),
         (["--beside", training, "--cluster", "8x8", "--replicas", "2"], "--replicas does not"),
+    ]
+    for extra, message in cases:
+        refused = invoke("azure_code_3000", "--out", bad, *extra)
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+        assert not bad.exists()
+
+
+def test_autoscaled_run_reports_replicas_over_time_and_refuses_fixed_sizes(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "scaled"
+    args = ["azure_conv_5000", "--out", out, "--autoscale", "--capacity", "1.0"]
+    result = invoke(*args, "--window", "120", "--cold-start", "30")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    steps = summary["replica_count"]
+    counts = [count for _, count in steps]
+    # The first replica is ready after its cold start; the count moves with the load and
+    # ends at zero when the last window closes.
+    assert steps[0][0] == 30.0 and counts[-1] == 0
+    assert max(counts) > counts[0] and len(set(counts)) > 2
+    # Every replica instance started once: the first ones plus every later rise.
+    rises = sum(max(0, b - a) for a, b in itertools.pairwise(counts))
+    assert summary["replicas"] == counts[0] + rises
+    assert summary["energy_j"] > 0 and 0 < summary["gpu_utilization"] <= 1
+    config = json.loads((out / "config.json").read_text())
+    assert config["autoscale"] is True and config["replicas"] is None
+    bad = tmp_path / "bad"
+    cases = [
+        (["--window", "60"], "--window needs --autoscale or --beside"),
+        (["--autoscale", "--replicas", "2"], "--replicas does not apply when autoscaled"),
+        (["--autoscale", "--router", "kv-aware"], "--router does not apply when autoscaled"),
+        (["--autoscale", "--policy", "fifo"], "--policy needs --beside"),
+    ]
+    for extra, message in cases:
+        refused = invoke("azure_code_3000", "--out", bad, *extra)
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+        assert not bad.exists()
+
+
+def test_swap_preemption_is_recorded_and_refused_where_it_cannot_apply(tmp_path: Path) -> None:
+    out = tmp_path / "swap"
+    # Little KV memory (22% of the GPUs' memory less the weights): requests get preempted.
+    args = ["azure_code_3000", "--replicas", "2", "--memory-fraction", "0.22"]
+    result = invoke(*args, "--preemption", "swap", "--out", out)
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())["replica"]
+    assert config["preemption"] == "swap"
+    # llama2-70b: 327,680 KV bytes a token over 8 A100 links of 32 GB/s.
+    assert config["swap_s_per_token"] == pytest.approx(327_680 / (8 * 32e9))
+    assert json.loads((out / "summary.json").read_text())["preemptions"] > 0
+    bad = tmp_path / "bad"
+    cases = [
+        (["--preemption", "swap", "--scheduler", "static"], "static scheduler never preempts"),
+        (["--pcie-gbps", "16"], "--pcie-gbps needs --preemption swap"),
+        (["--preemption", "evict"], "unknown preemption 'evict'"),
     ]
     for extra, message in cases:
         refused = invoke("azure_code_3000", "--out", bad, *extra)

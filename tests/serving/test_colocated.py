@@ -9,10 +9,16 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
 from dlsched.serving.arrivals import synthetic_requests
 from dlsched.serving.autoscale import Autoscaler, replica_jobs
-from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
+from dlsched.serving.colocated import (
+    autoscaled_serving,
+    measure_capacity,
+    run_colocated,
+    training_summary,
+)
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.linear import LinearIterationModel
+from dlsched.serving.replica_count import replica_steps
 from dlsched.serving.requests import RequestTrace
 from dlsched.trace.schema import Trace
 
@@ -85,3 +91,21 @@ def test_capacity_is_where_attainment_crosses_the_target() -> None:
     requests = synthetic_requests(1.0, count=200, seed=4)
     capacity = measure_capacity(requests, MODEL, CONFIG, Slo(ttft=0.5, tbt=0.05), requests=400)
     assert capacity > 1.0
+
+
+def test_standalone_autoscaler_adds_replicas_as_load_rises_and_removes_them_as_it_falls() -> None:
+    trace = _steps((1.0, 600.0), (4.0, 600.0), (1.0, 600.0), (1.0, 600.0))
+    scaler = Autoscaler(capacity_rps=1.0, window_s=600.0, headroom=1.0, cold_start_s=60.0)
+    # Windows see the rate of the window before: 1, 1, 4, 1 replicas.
+    assert scaler.plan(trace) == [1, 1, 4, 1]
+    run, held = autoscaled_serving(trace, scaler, MODEL, CONFIG)
+    serving = [(start + 60.0, end) for start, end in held]
+    assert replica_steps(serving) == [[60.0, 1], [1260.0, 4], [1860.0, 1], [2460.0, 0]]
+    assert run.replicas == 4
+    summary = serving_summary(run, Slo())
+    assert summary["served"] == len(trace)
+    # No replica is ready before the cold start: the first requests wait for it.
+    first = run.log.first_token[0]
+    assert first >= 60.0
+    # Held GPU time counts the cold starts: 1 x 2400 s + 3 x 600 s, plus 60 s each.
+    assert sum(end - start for start, end in held) == 2400.0 + 3 * 600.0 + 4 * 60.0

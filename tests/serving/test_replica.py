@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dlsched.serving.cluster import ROUTERS, STATE_ROUTERS, simulate_serving
-from dlsched.serving.config import SCHEDULERS, ReplicaConfig
+from dlsched.serving.config import PREEMPTIONS, SCHEDULERS, ReplicaConfig
 from dlsched.serving.metrics import Slo, request_table, serving_summary
 from dlsched.serving.perf.linear import LinearIterationModel
 from dlsched.serving.requests import RequestSpec, RequestTrace
@@ -56,6 +57,49 @@ def test_tight_memory_preempts_and_recomputes_yet_every_request_finishes() -> No
     assert max(run.peak_blocks) <= 6
 
 
+@pytest.mark.parametrize("scheduler", ["continuous", "chunked"])
+def test_swap_brings_the_kv_cache_back_instead_of_recomputing(scheduler: str) -> None:
+    trace = _trace(*[(0.0, 30, 30) for _ in range(4)])
+    # Prefill dear (10 ms a token): recomputing a preempted request's context costs.
+    model = dataclasses.replace(MODEL, p1=1e-2)
+
+    def run(preemption: str, per_token: float) -> tuple[float, list[int], int]:
+        config = ReplicaConfig(
+            scheduler, 6, preemption=preemption, swap_s_per_token=per_token, chunk_tokens=64
+        )
+        result = simulate_serving(trace, model, config)
+        assert result.log.generated == [30] * 4 and max(result.peak_blocks) <= 6
+        assert result.final_blocks == (0,)
+        preempted = int(sum(result.log.preemptions))
+        return max(result.log.finish), result.log.preemptions, preempted
+
+    recompute, _, recomputed = run("recompute", 0.0)
+    free_swap, _, swaps = run("swap", 0.0)
+    assert recomputed > 0 and swaps > 0
+    # A free copy beats prefilling prompt and generated tokens again.
+    assert free_swap < recompute
+    # Each swap costs its context twice (out and back): a slow link makes swapping worse.
+    slow, _, _ = run("swap", 0.05)
+    assert slow > free_swap + 2 * swaps * 0.05 * 16
+
+
+def test_swap_cost_is_the_context_over_the_link() -> None:
+    # Three requests, memory for two at full length: the newest is swapped out once its
+    # neighbours' decodes need its blocks, then back; its context at that moment is charged
+    # both ways, so the makespan grows by exactly 2 x context x cost per token.
+    trace = _trace((0.0, 16, 40), (0.0, 16, 40), (0.0, 16, 40))
+    base = ReplicaConfig("continuous", 10, preemption="swap", swap_s_per_token=0.0)
+    free = simulate_serving(trace, MODEL, base)
+    assert sum(free.log.preemptions) == 1
+    costly = simulate_serving(trace, MODEL, dataclasses.replace(base, swap_s_per_token=1e-3))
+    assert costly.log.preemptions == free.log.preemptions
+    victim = free.log.preemptions.index(1)
+    delay = max(costly.log.finish) - max(free.log.finish)
+    # The context moved is at most its prompt plus output; at least its prompt.
+    assert 2 * 16 * 1e-3 <= delay <= 2 * (16 + 40) * 1e-3
+    assert costly.log.generated[victim] == 40
+
+
 def test_chunked_prefill_keeps_decodes_going_beside_a_long_prompt() -> None:
     trace = _trace((0.0, 10, 50), (0.2, 4000, 2))
     plain = simulate_serving(trace, MODEL, ReplicaConfig("continuous", 1000))
@@ -92,6 +136,7 @@ requests_strategy = st.lists(
     chunk=st.integers(2, 64),
     max_seqs=st.integers(1, 8),
     router=st.sampled_from(ROUTERS),
+    preemption=st.sampled_from(PREEMPTIONS),
 )
 def test_invariants(
     requests: list[tuple[float, int, int]],
@@ -101,11 +146,18 @@ def test_invariants(
     chunk: int,
     max_seqs: int,
     router: str,
+    preemption: str,
 ) -> None:
     if scheduler == "static" and router in STATE_ROUTERS:
         router = "random"
     config = ReplicaConfig(
-        scheduler, blocks, chunk_tokens=chunk, max_seqs=max_seqs, max_batch=max_seqs
+        scheduler,
+        blocks,
+        chunk_tokens=chunk,
+        max_seqs=max_seqs,
+        max_batch=max_seqs,
+        preemption=preemption,
+        swap_s_per_token=1e-4,
     )
     trace = _trace(*requests)
     run = simulate_serving(trace, MODEL, config, replicas=replicas, router=router, seed=3)

@@ -30,6 +30,8 @@ SERVING_COMPARED = (
     ("goodput_rps", "goodput (req/s)"),
     ("throughput_rps", "throughput (req/s)"),
     ("preemptions", "preemptions"),
+    ("gpu_utilization", "GPU util"),
+    ("energy_kwh", "energy (kWh)"),
 )
 SERVING = "serving"
 

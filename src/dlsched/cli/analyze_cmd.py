@@ -34,13 +34,19 @@ def analyze(
     """Characterize a trace (run times, GPU demand, states, submissions, queueing, cluster
     demand, users, recurrence, VCs): writes index.html, PNG figures and stats.json to --out.
     Sections the trace lacks the fields for are marked as not available. An LLM request trace
-    (Azure LLM, BurstGPT, Mooncake) gets its arrival rate over time and length distributions."""
+    (Azure LLM, BurstGPT, Mooncake) gets its arrival rate over time and length distributions;
+    a serving run directory (serve-sim) gets latency CDFs, replicas and GPU use over time."""
     require("dlsched analyze", "analysis")
     from dlsched.serving.readers import REQUEST_FORMAT_NAMES
     from dlsched.serving.readers.read import is_request_file
+    from dlsched.serving.run_report import is_serving_run
 
     with user_errors(BAD_ROWS_HINT):
         given = one_trace(path, trace)
+        serving_run = is_serving_run(given)
+    if serving_run:
+        _analyze_serving_run(given, out, trace_format, cluster, force)
+        return
     if trace_format in REQUEST_FORMAT_NAMES or (trace_format is None and is_request_file(given)):
         _analyze_requests(given, out, trace_format, skip_bad_rows, cluster, force)
         return
@@ -99,3 +105,17 @@ def _analyze_requests(
         f"{trace}: {result.format}, {result.rows_read:,} rows read, {len(result.errors):,} "
         f"rejected, {report.requests:,} requests; wrote {out / 'index.html'}"
     )
+
+
+def _analyze_serving_run(
+    run: str, out: Path, trace_format: str | None, cluster: str | None, force: bool
+) -> None:
+    from dlsched.serving.run_report import SERVING_REPORT_DIR, write_serving_report
+
+    with user_errors():
+        for flag, value in (("--format", trace_format), ("--cluster", cluster)):
+            if value is not None:
+                raise ValueError(f"{flag} does not apply to a serving run directory")
+        SERVING_REPORT_DIR.check(out, force, inputs=[run])
+        write_serving_report(run, out, force)
+    typer.echo(f"{run}: serving run; wrote {out / 'index.html'}")

@@ -18,13 +18,20 @@ from dlsched.serving.arrivals import scale_rate
 from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
 from dlsched.serving.cluster import ROUTERS, simulate_serving
-from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
+from dlsched.serving.colocated import (
+    autoscaled_serving,
+    measure_capacity,
+    run_colocated,
+    training_summary,
+)
 from dlsched.serving.config import SCHEDULERS, ReplicaConfig
 from dlsched.serving.disaggregated import Pool, simulate_disaggregated
-from dlsched.serving.hardware import kv_blocks, model_shape
+from dlsched.serving.energy import plain_extra, serving_energy, serving_power
+from dlsched.serving.hardware import kv_blocks, model_shape, swap_seconds_per_token
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
 from dlsched.serving.readers.read import read_requests
+from dlsched.serving.replica_count import replica_steps
 from dlsched.serving.rundir import write_serving_run
 from dlsched.trace.read import read_trace
 
@@ -87,6 +94,20 @@ def serve_sim(
     max_batch: Annotated[
         int | None, typer.Option(help="static: requests per batch (default 16).")
     ] = None,
+    preemption: Annotated[
+        str,
+        typer.Option(
+            help="recompute (drop the KV cache, prefill again) or swap (to host memory "
+            "and back over PCIe); continuous and chunked."
+        ),
+    ] = "recompute",
+    pcie_gbps: Annotated[
+        float | None,
+        typer.Option(
+            help="With --preemption swap: host link per GPU, GB/s one way (default: "
+            "A100 32, H100 64)."
+        ),
+    ] = None,
     memory_fraction: Annotated[
         float, typer.Option(help="Fraction of GPU memory for weights and KV cache.")
     ] = 0.9,
@@ -103,6 +124,13 @@ def serve_sim(
         float | None,
         typer.Option(help="With --prefill-replicas: KV transfer link, Gbit/s (default 400)."),
     ] = None,
+    autoscale: Annotated[
+        bool,
+        typer.Option(
+            help="Size the replicas per window against the SLO (--window, --headroom, "
+            "--cold-start, --capacity) instead of --replicas; implied by --beside."
+        ),
+    ] = False,
     beside: Annotated[
         str | None,
         typer.Option(
@@ -118,21 +146,19 @@ def serve_sim(
         typer.Option(help="With --beside: serving-first (default) or any job policy."),
     ] = None,
     window: Annotated[
-        float | None, typer.Option(help="With --beside: autoscaler window, s (default 600).")
+        float | None, typer.Option(help="Autoscaled: window, s (default 600).")
     ] = None,
     headroom: Annotated[
         float | None,
-        typer.Option(help="With --beside: replicas per window x this (default 1.2)."),
+        typer.Option(help="Autoscaled: replicas per window x this (default 1.2)."),
     ] = None,
     cold_start: Annotated[
         float | None,
-        typer.Option(help="With --beside: model load time of a replica, s (default 120)."),
+        typer.Option(help="Autoscaled: model load time of a replica, s (default 120)."),
     ] = None,
     capacity: Annotated[
         float | None,
-        typer.Option(
-            help="With --beside: req/s one replica serves at the SLO (default: measured)."
-        ),
+        typer.Option(help="Autoscaled: req/s one replica serves at the SLO (default: measured)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     force: ForceOpt = False,
@@ -153,25 +179,27 @@ def serve_sim(
                     f"{flag} does not apply to scheduler {scheduler!r} (only to "
                     f"{', '.join(ONLY_FOR[flag])})"
                 )
-        autoscaled = {
-            "--cluster": cluster,
-            "--policy": policy,
+        scaling = {
             "--window": window,
             "--headroom": headroom,
             "--cold-start": cold_start,
             "--capacity": capacity,
         }
+        autoscale = autoscale or beside is not None
         if beside is None:
-            _refuse_given(autoscaled, "needs --beside (a training trace to run beside)")
-        else:
-            if cluster is None:
-                raise ValueError("--beside needs --cluster (the cluster both share)")
+            shared = {"--cluster": cluster, "--policy": policy}
+            _refuse_given(shared, "needs --beside (a training trace to run beside)")
+        elif cluster is None:
+            raise ValueError("--beside needs --cluster (the cluster both share)")
+        if autoscale:
             fixed = {
                 "--replicas": replicas,
                 "--router": router,
                 "--prefill-replicas": (prefill_replicas),
             }
-            _refuse_given(fixed, "does not apply with --beside (the autoscaler sizes replicas)")
+            _refuse_given(fixed, "does not apply when autoscaled (the autoscaler sizes replicas)")
+        else:
+            _refuse_given(scaling, "needs --autoscale or --beside")
         replicas = 1 if replicas is None else replicas
         router = router or "round-robin"
         _check_disaggregation(prefill_replicas, link_gbps, replicas, scheduler, router)
@@ -187,22 +215,39 @@ def serve_sim(
             "chunk_tokens": chunk_tokens,
             "max_batch": max_batch,
         }
+        if preemption == "swap" and scheduler == "static":
+            raise ValueError("--preemption swap: the static scheduler never preempts")
+        if pcie_gbps is not None and preemption != "swap":
+            raise ValueError("--pcie-gbps needs --preemption swap (nothing moves without it)")
+        link_bytes = None if pcie_gbps is None else pcie_gbps * 1e9
         config = ReplicaConfig(
             scheduler,
             kv_blocks=kv_blocks(model, gpu, tp, memory_fraction),
+            preemption=preemption,
+            swap_s_per_token=(
+                swap_seconds_per_token(model, gpu, tp, link_bytes) if preemption == "swap" else 0.0
+            ),
             **{k: v for k, v in limits.items() if v is not None},
         )
         slo = Slo(slo_ttft, slo_tbt)
         link = (link_gbps or DEFAULT_LINK_GBPS) * 1e9 / 8
         extra: dict[str, object] = {}
-        if beside is not None:
-            assert cluster is not None
+        power = serving_power(model, gpu, tp)
+        if autoscale:
             scaler = Autoscaler(
                 capacity or measure_capacity(trace, iteration_model, config, slo),
                 window_s=window or 600.0,
                 headroom=headroom or 1.2,
                 cold_start_s=120.0 if cold_start is None else cold_start,
             )
+            extra["autoscaler"] = dataclasses.asdict(scaler)
+        if autoscale and beside is None:
+            run, held = autoscaled_serving(trace, scaler, iteration_model, config)
+            extra |= serving_energy(run, power, tp, held_s=sum(e - s for s, e in held))
+            serving = [(s + scaler.cold_start_s, e) for s, e in held]
+            extra["replica_count"] = replica_steps(serving)
+        elif beside is not None:
+            assert cluster is not None
             training = read_trace(beside).trace
             mixed = run_colocated(
                 trace,
@@ -215,18 +260,20 @@ def serve_sim(
                 policy or "serving-first",
             )
             run = mixed.serving
-            extra = {"training": training_summary(mixed)}
-            extra["autoscaler"] = dataclasses.asdict(scaler)
-        elif prefill_replicas is None:
-            run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
+            extra["training"] = training_summary(mixed)
+            extra["replica_count"] = replica_steps(mixed.instances)
         else:
-            run = simulate_disaggregated(
-                trace,
-                Pool(iteration_model, config, prefill_replicas),
-                Pool(iteration_model, config, replicas - prefill_replicas),
-                model_shape(model).kv_bytes_per_token,
-                link,
-            )
+            if prefill_replicas is None:
+                run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
+            else:
+                run = simulate_disaggregated(
+                    trace,
+                    Pool(iteration_model, config, prefill_replicas),
+                    Pool(iteration_model, config, replicas - prefill_replicas),
+                    model_shape(model).kv_bytes_per_token,
+                    link,
+                )
+            extra |= plain_extra(run, model, gpu, tp)
         recorded = {
             "kind": "serving",
             "requests": str(path),
@@ -236,8 +283,9 @@ def serve_sim(
             "gpu": gpu,
             "tp": tp,
             "perf_model": perf_model,
-            "replicas": replicas,
-            "router": router,
+            "replicas": None if autoscale else replicas,
+            "router": None if autoscale else router,
+            "autoscale": autoscale,
             "load_scale": load_scale,
             "seed": seed,
             "prefill_replicas": prefill_replicas,
@@ -282,5 +330,5 @@ def _check_disaggregation(
 
 def _headline(summary: dict[str, object]) -> dict[str, object]:
     keys = ("requests", "served", "rejected", "preemptions", "ttft_s", "tbt_s", "e2e_s")
-    shown = (*keys, "slo_attainment", "goodput_rps", "training")
+    shown = (*keys, "slo_attainment", "goodput_rps", "energy_j", "training")
     return {k: summary[k] for k in shown if k in summary}

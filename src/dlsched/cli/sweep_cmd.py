@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -55,11 +56,46 @@ def sweep(
     ray_address: Annotated[
         str | None, typer.Option(help="Run the cells on this Ray cluster instead.")
     ] = None,
+    requests: Annotated[
+        str | None,
+        typer.Option(
+            help="Sweep serving runs of this request trace (file or bundled name) over "
+            "--scheduler × --router × --load-scale × --replicas × --seed instead."
+        ),
+    ] = None,
+    scheduler: Annotated[
+        ListOpt, typer.Option(help="With --requests: schedulers (continuous).")
+    ] = None,
+    router: Annotated[ListOpt, typer.Option(help="With --requests: routers (round-robin).")] = None,
+    load_scale: Annotated[
+        ListOpt, typer.Option(help="With --requests: arrival-rate multipliers (1).")
+    ] = None,
+    replicas: Annotated[ListOpt, typer.Option(help="With --requests: replica counts (1).")] = None,
     progress: ProgressOpt = True,
 ) -> None:
     """Run every cell of traces × clusters × policies × placements × seeds not already in OUT,
     then write OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and figures."""
+    if requests is not None:
+        serving = {"--scheduler": scheduler, "--router": router, "--load-scale": load_scale}
+        serving["--replicas"] = replicas
+        job_only = {
+            "--grid": grid,
+            "--trace": trace,
+            "--cluster": cluster,
+            "--policy": policy,
+            "--placement": placement,
+            "--estimator": estimator,
+            "--ray-address": ray_address,
+        }
+        _sweep_serving(out, requests, serving, seed, job_only, workers)
+        return
     with user_errors():
+        for flag, value in (("--scheduler", scheduler), ("--router", router)):
+            if value:
+                raise ValueError(f"{flag} needs --requests (a sweep of serving runs)")
+        for flag, value in (("--load-scale", load_scale), ("--replicas", replicas)):
+            if value:
+                raise ValueError(f"{flag} needs --requests (a sweep of serving runs)")
         if grid is not None:
             given = {"--trace": trace, "--cluster": cluster, "--policy": policy}
             if any(given.values()):
@@ -88,3 +124,47 @@ def sweep(
             f"figures not drawn: they need matplotlib ({install_hint('analysis')})", err=True
         )
     typer.echo(f"wrote {out}")
+
+
+def _sweep_serving(
+    out: Path,
+    requests: str,
+    axes: dict[str, ListOpt],
+    seed: ListOpt,
+    job_only: Mapping[str, object],
+    workers: int | None,
+) -> None:
+    from dlsched.sweep.serving import ServingGrid, run_serving_sweep
+
+    with user_errors():
+        for flag, value in job_only.items():
+            if value:
+                raise ValueError(f"{flag} does not apply to a sweep of serving runs (--requests)")
+        if workers is not None and workers < 1:
+            raise ValueError(f"--workers must be at least 1, got {workers}")
+        scales = [float(_number(v, "--load-scale")) for v in _split(axes, "--load-scale")]
+        counts = [int(_number(v, "--replicas", whole=True)) for v in _split(axes, "--replicas")]
+        grid = ServingGrid(
+            requests,
+            schedulers=split_list(axes["--scheduler"], "--scheduler") or ("continuous",),
+            routers=split_list(axes["--router"], "--router") or ("round-robin",),
+            load_scales=tuple(scales) or (1.0,),
+            replicas=tuple(counts) or (1,),
+            seeds=seeds(seed) or (0,),
+        )
+        ran = run_serving_sweep(grid, out, workers)
+    typer.echo(f"ran {ran} cells, reused {len(grid.cells()) - ran}")
+    typer.echo((out / "table.md").read_text(), nl=False)
+    typer.echo(f"wrote {out}")
+
+
+def _split(axes: Mapping[str, ListOpt], flag: str) -> tuple[str, ...]:
+    return split_list(axes[flag], flag)
+
+
+def _number(text: str, flag: str, whole: bool = False) -> float:
+    try:
+        return int(text) if whole else float(text)
+    except ValueError:
+        kind = "whole numbers" if whole else "numbers"
+        raise ValueError(f"{flag} expects {kind}, got {text!r}") from None

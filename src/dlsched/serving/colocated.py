@@ -107,6 +107,18 @@ def run_colocated(
         for s, e in zip(starts, ends, strict=True)
         if not math.isnan(s) and not math.isnan(e) and s + scaler.cold_start_s < e
     )
+    run = serve_on_instances(requests, instances, model, config)
+    return ColocatedRun(run, result, tuple(plan), tuple(instances))
+
+
+def serve_on_instances(
+    requests: RequestTrace,
+    instances: list[tuple[float, float]],
+    model: IterationModel,
+    config: ReplicaConfig,
+) -> ServingRun:
+    """Serve ``requests`` on replica instances that each take requests from ``ready`` until
+    ``end`` (``(ready, end)`` pairs sorted by ``ready``; module docstring)."""
     columns = request_columns(requests)
     owners = _route(np.asarray(columns.arrivals), instances)
     log = ServingLog(len(requests))
@@ -124,8 +136,22 @@ def run_colocated(
         )
         for k, (ready, _) in enumerate(instances)
     ]
-    run = gather(requests, config, log, samples, blocks)
-    return ColocatedRun(run, result, tuple(plan), tuple(instances))
+    return gather(requests, config, log, samples, blocks)
+
+
+def autoscaled_serving(
+    requests: RequestTrace, scaler: Autoscaler, model: IterationModel, config: ReplicaConfig
+) -> tuple[ServingRun, list[tuple[float, float]]]:
+    """Serve ``requests`` on the replicas ``scaler`` plans, each ready a cold start after its
+    first window begins and serving until its last window ends, on a cluster that always has
+    GPUs for them. Returns the run and the replicas' ``(start, end)`` (GPUs held, cold start
+    included). Deterministic."""
+    jobs = replica_jobs(scaler.plan(requests), scaler, tp=1)
+    submits = jobs.column("submit_time").to_pylist()
+    durations = jobs.column("duration").to_pylist()
+    held = sorted((s, s + d) for s, d in zip(submits, durations, strict=True))
+    instances = sorted((s + scaler.cold_start_s, e) for s, e in held if s + scaler.cold_start_s < e)
+    return serve_on_instances(requests, instances, model, config), held
 
 
 def _route(times: np.ndarray, instances: list[tuple[float, float]]) -> np.ndarray:

@@ -140,3 +140,20 @@ def kv_blocks(model: str, gpu: str, tp: int, memory_fraction: float = 0.9) -> in
     does not fit."""
     tokens = kv_capacity_tokens(model_shape(model), gpu_spec(gpu), tp, memory_fraction)
     return tokens // KV_BLOCK_TOKENS
+
+
+PCIE_BYTES_PER_S: MappingProxyType[str, float] = MappingProxyType(
+    {"a100-80gb": 32e9, "h100-80gb": 64e9, "h100-80gb-pcap": 64e9}
+)
+"""Host link of one GPU, one direction: PCIe 4.0 x16 for the A100 and 5.0 x16 for the H100
+(NVIDIA data sheets give 64 and 128 GB/s, both directions together)."""
+
+
+def swap_seconds_per_token(model: str, gpu: str, tp: int, link_bytes_per_s: float | None) -> float:
+    """Seconds to copy one token's KV cache between a replica's GPUs and host memory: each of
+    the ``tp`` GPUs moves its 1/tp share over its own link (``link_bytes_per_s``; default
+    :data:`PCIE_BYTES_PER_S` of ``gpu``)."""
+    link = PCIE_BYTES_PER_S[gpu_spec(gpu).name] if link_bytes_per_s is None else link_bytes_per_s
+    if not link > 0:
+        raise ValueError(f"the host link must be positive, got {link:g} B/s")
+    return model_shape(model).kv_bytes_per_token / (tp * link)

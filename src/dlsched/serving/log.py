@@ -36,6 +36,7 @@ class ServingLog:
     gaps: array[float] = field(default_factory=lambda: array("d"))
     gap_weights: array[int] = field(default_factory=lambda: array("q"))
     iterations: int = 0
+    busy: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.first_token = [NAN] * self.n
@@ -45,6 +46,13 @@ class ServingLog:
         self.preemptions = [0] * self.n
         self.rejected = [False] * self.n
         self.replica = [-1] * self.n
+
+    def ran(self, replica: int, seconds: float) -> None:
+        """Replica ``replica`` ran one iteration of ``seconds``."""
+        if replica >= len(self.busy):
+            self.busy.extend([0.0] * (replica + 1 - len(self.busy)))
+        self.busy[replica] += seconds
+        self.iterations += 1
 
     def gap(self, seconds: float, tokens: int = 1) -> None:
         """``tokens`` tokens each came ``seconds`` after the previous token of their request."""

@@ -172,6 +172,9 @@ def iteration_steps(
     joined_at: dict[int, int] = {}  # decoding request -> decode step it joined at
     run_start: dict[int, float] = {}  # decoding request -> when its run's first token came
     lost_at: dict[int, float] = {}  # preempted request -> when its last token came
+    swap = config.preemption == "swap"
+    swapped: set[int] = set()  # requests whose KV cache waits in host memory
+    copying = 0.0  # seconds of KV copies over PCIe that stall the next iteration
     epoch: dict[int, int] = {}
     heap: list[tuple[int, int, int]] = []  # (decode step it finishes at, request, epoch)
     residue = [0] * bt
@@ -184,7 +187,7 @@ def iteration_steps(
 
     def preempt_newest() -> int:
         """Preempt the newest admitted request; the blocks it frees."""
-        nonlocal sum_base, ndec
+        nonlocal sum_base, ndec, copying
         victim = next(reversed(admitted))
         del admitted[victim]
         epoch[victim] = epoch.get(victim, 0) + 1
@@ -204,9 +207,13 @@ def iteration_steps(
             lost_at[victim] = last_decode if steps else started
             if victim in joiners:
                 joiners.remove(victim)
+            if swap:
+                swapped.add(victim)
+                copying += (b + step) * config.swap_s_per_token
         waiting.appendleft(victim)
         if state is not None:
-            state.queued_blocks += -(-(prompts[victim] + gen[victim]) // bt)
+            back = resumed_context(victim) if victim in swapped else prompts[victim] + gen[victim]
+            state.queued_blocks += -(-back // bt)
         return freed
 
     def deliver(i: int, context: int) -> None:
@@ -241,6 +248,31 @@ def iteration_steps(
         heapq.heappush(heap, (step + outputs[i] - gen[i], i, epoch.get(i, 0)))
         joiners.append(i)
 
+    def admit(i: int, need: int) -> None:
+        """Admit ``i``, the first waiting request, into ``need`` KV blocks."""
+        nonlocal used
+        waiting.popleft()
+        admitted[i] = None
+        used += need
+        if state is not None:
+            state.queued_blocks -= need
+
+    def resumed_context(i: int) -> int:
+        """KV tokens request ``i`` brings back: its prompt from a prefill replica, or every
+        token but the newest from host memory (the newest is the next step's input)."""
+        return prompts[i] if i in transferred else prompts[i] + gen[i] - 1
+
+    def resume(i: int, context: int) -> None:
+        """Request ``i``, admitted with its KV cache from elsewhere, joins the decodes."""
+        nonlocal copying
+        if i in transferred:
+            transferred.discard(i)
+            join(i, context, first[i])
+            return
+        swapped.discard(i)
+        copying += context * config.swap_s_per_token
+        join(i, context, lost_at.pop(i))
+
     while True:
         if ptr < len(ids) and arrivals[ids[ptr]] <= now:
             ptr = _arrive(index, ids, ptr, now, requests, config.blocks, limit, log, waiting)
@@ -266,25 +298,30 @@ def iteration_steps(
         if not chunked:
             while waiting and len(admitted) < max_seqs:
                 i = waiting[0]
-                moved = i in transferred
-                context = prompts[i] if moved else prompts[i] + gen[i]
+                moved = i in transferred or i in swapped
+                context = resumed_context(i) if moved else prompts[i] + gen[i]
                 need = -(-context // bt)
                 if batch and not moved and prefill_tokens + context > max_tokens:
                     break
                 if used + need > limit:
                     break
-                waiting.popleft()
-                admitted[i] = None
-                used += need
-                if state is not None:
-                    state.queued_blocks -= need
+                admit(i, need)
                 if moved:
-                    transferred.discard(i)
-                    join(i, context, first[i])
+                    resume(i, context)
                     continue
                 prefill_tokens += context
                 pairs += chunk_pairs(context, 0)
                 batch.append(i)
+        else:
+            # Swapped requests come back before the decode step counts the blocks it needs.
+            while waiting and waiting[0] in swapped and len(admitted) < max_seqs:
+                i = waiting[0]
+                context = resumed_context(i)
+                need = -(-context // bt)
+                if used + need > limit:
+                    break
+                admit(i, need)
+                resume(i, context)
         decode = ndec > 0 and (chunked or not batch)
         if decode:
             need = residue[-step % bt]
@@ -310,15 +347,13 @@ def iteration_steps(
                     completed.append((i, context))
             while budget > 0 and waiting and len(admitted) < max_seqs:
                 i = waiting[0]
+                if i in swapped:
+                    break  # it waits to come back before the decode step, first in line
                 context = prompts[i] + gen[i]
                 need = -(-context // bt)
                 if used + need > limit:
                     break
-                waiting.popleft()
-                admitted[i] = None
-                used += need
-                if state is not None:
-                    state.queued_blocks -= need
+                admit(i, need)
                 reserved[i] = need
                 take = min(context, budget)
                 budget -= take
@@ -333,8 +368,10 @@ def iteration_steps(
             duration = step_time(prefill_tokens, pairs, ndec, sum_base + ndec * step)
         else:
             duration = step_time(prefill_tokens, pairs, 0, 0)
+        duration += copying
+        copying = 0.0
         now += duration
-        log.iterations += 1
+        log.ran(index, duration)
         if decode:
             step += 1
             log.gap(now - last_decode, ndec - len(joiners))
@@ -413,10 +450,11 @@ def _static(
         if now >= next_sample:
             samples.add(now, index, size, len(waiting), blocks / total)
             next_sample = now + samples.every
-        now += model.iteration_time(
+        prefill = model.iteration_time(
             size * longest_prompt, size * chunk_pairs(longest_prompt, 0), 0, 0
         )
-        log.iterations += 1
+        now += prefill
+        log.ran(index, prefill)
         for i in batch:
             log.first_token[i] = now
             log.generated[i] = 1
@@ -425,7 +463,7 @@ def _static(
         for k in range(1, longest_output):
             began = now
             now += model.iteration_time(0, 0.0, size, size * (longest_prompt + k - 1))
-            log.iterations += 1
+            log.ran(index, now - began)
             emitting = [i for i in batch if outputs[i] > k]
             log.gap(now - began, len(emitting))
             for i in emitting:

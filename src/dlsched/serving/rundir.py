@@ -38,12 +38,15 @@ def write_serving_run(
 ) -> dict[str, Any]:
     """Write ``run`` to the run directory ``out`` (atomically; an existing run is replaced
     only with ``force``) and return its summary, with ``extra`` figures added (a run beside
-    training: the training side's, and the cluster's utilization and energy)."""
+    training: the training side's, and the cluster's utilization and energy); ``energy_kwh``
+    repeats ``energy_j`` in the unit job runs report."""
     summary = serving_summary(run, slo) | (extra or {})
     training = summary.get("training")
     if isinstance(training, dict):
         summary["gpu_utilization"] = training.get("gpu_utilization")
         energy = training.get("energy_kwh")
         summary["energy_j"] = None if energy is None else energy * 3.6e6
+    joules = summary.get("energy_j")
+    summary["energy_kwh"] = None if joules is None else joules / 3.6e6
     write_run(out, request_table(run), samples_table(run), summary, config, force)
     return summary

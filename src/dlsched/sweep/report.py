@@ -15,6 +15,7 @@ import io
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ from scipy import stats
 from dlsched.extras import installed
 from dlsched.outdir import write_file_atomic
 from dlsched.sweep.grid import Cell, Grid, cell_dir
+
+Metrics = Sequence[tuple[str, str]]
+"""(key in a row, label) of each metric a table or figure shows."""
 
 METRICS = (
     ("avg_jct_s", "avg JCT (s)"),
@@ -84,46 +88,55 @@ def write_report(out: Path) -> bool:
     full = Grid.from_dict(json.loads((out / "grid.json").read_text()))
     cells = [c for c in full.cells() if (cell_dir(out, c) / "summary.json").is_file()]
     rows = [cell_row(out, c) for c in cells]
-    write_file_atomic(out / "results.csv", _csv(rows))
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for cell, row in zip(cells, rows, strict=True):
-        groups[cell.group].append(row)
-    write_file_atomic(out / "table.md", _markdown(groups))
-    if not installed("matplotlib"):
-        return False  # table.md and results.csv carry every number
-    _figures(out, groups)
-    return True
-
-
-def _csv(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
     fields = ["trace", "cluster", "policy", "placement", "seed", "jobs", *(k for k, _ in METRICS)]
-    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    write_file_atomic(out / "results.csv", csv_text(rows, fields))
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+    for cell, row in zip(cells, rows, strict=True):
+        trace, cluster, policy, placement = cell.group
+        groups[(Path(trace).name, cluster, policy, placement)].append(row)
+    coordinates = ("trace", "cluster", "policy", "placement")
+    write_file_atomic(out / "table.md", markdown(groups, coordinates, METRICS))
+    return figures(out, groups, METRICS)
+
+
+def csv_text(rows: list[dict[str, Any]], fields: Sequence[str]) -> str:
+    """``rows`` as CSV text with columns ``fields``."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(fields), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
 
 
-def _summaries(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float | None] | None]:
+def _summaries(
+    rows: list[dict[str, Any]], metrics: Metrics
+) -> dict[str, tuple[float, float | None] | None]:
     out: dict[str, tuple[float, float | None] | None] = {}
-    for key, _ in METRICS:
+    for key, _ in metrics:
         values = [r[key] for r in rows if isinstance(r[key], int | float)]
         out[key] = mean_ci(values) if values else None
     return out
 
 
-def _markdown(groups: dict[tuple[str, str, str, str], list[dict[str, Any]]]) -> str:
-    head = ["trace", "cluster", "policy", "placement", "seeds", *(label for _, label in METRICS)]
+def markdown(
+    groups: dict[tuple[str, ...], list[dict[str, Any]]],
+    coordinates: Sequence[str],
+    metrics: Metrics,
+) -> str:
+    """The table of ``groups`` (coordinates shown as given, then rows over seeds): one row
+    per group, each metric's mean over seeds ± its 95% CI half-width."""
+    head = [*coordinates, "seeds", *(label for _, label in metrics)]
     lines = [
         "Mean over seeds ± half-width of the 95% confidence interval (Student's t).",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
-    for (trace, cluster, policy, placement), rows in groups.items():
-        cells = [Path(trace).name, cluster, policy, placement, str(len(rows))]
-        for key, _ in METRICS:
-            s = _summaries(rows)[key]
+    for group, rows in groups.items():
+        cells = [*group, str(len(rows))]
+        summaries = _summaries(rows, metrics)
+        for key, _ in metrics:
+            s = summaries[key]
             if s is None:
                 cells.append("—")
             else:
@@ -149,14 +162,21 @@ def metric_figure(labels: list[str], means: list[float], errors: list[float], la
     return fig
 
 
-def _figures(out: Path, groups: dict[tuple[str, str, str, str], list[dict[str, Any]]]) -> None:
-    labels = [" / ".join([Path(g[0]).stem, g[1], g[2], g[3]]) for g in groups]
-    for key, label in METRICS:
+def figures(
+    out: Path, groups: dict[tuple[str, ...], list[dict[str, Any]]], metrics: Metrics
+) -> bool:
+    """One bar chart per metric, ``out/<metric>.png``, a bar per group; False (and nothing
+    drawn) without matplotlib (the ``analysis`` extra): the tables carry every number."""
+    if not installed("matplotlib"):
+        return False
+    labels = [" / ".join(g) for g in groups]
+    for key, label in metrics:
         means, errors = [], []
         for rows in groups.values():
-            s = _summaries(rows)[key]
+            s = _summaries(rows, metrics)[key]
             means.append(np.nan if s is None else s[0])
             errors.append(0.0 if s is None or s[1] is None else s[1])
         png = io.BytesIO()
         metric_figure(labels, means, errors, label).savefig(png, format="png", dpi=110)
         write_file_atomic(out / f"{key}.png", png.getvalue())
+    return True
