@@ -25,6 +25,7 @@ from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.bundled import bundled_requests_path
 from dlsched.serving.colocated import measure_capacity, run_colocated, training_summary
 from dlsched.serving.config import ReplicaConfig
+from dlsched.serving.energy import serving_power
 from dlsched.serving.hardware import GPUS, MODELS, kv_blocks
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.deployment import deployment_model
@@ -47,6 +48,7 @@ def main() -> None:
     shape, gpu = MODELS["llama2-70b"], GPUS["a100-80gb"]
     model = deployment_model(shape.name, gpu.name, 8)
     config = ReplicaConfig("continuous", kv_blocks(shape.name, gpu.name, 8))
+    power = serving_power(shape.name, gpu.name, 8)
     slo = Slo()
     capacity = measure_capacity(conv.trace, model, config, slo)
     philly = read_trace(str(bundled_trace_path("vc_0e4a51"))).trace
@@ -71,7 +73,7 @@ def main() -> None:
             started = time.perf_counter()
             run = run_colocated(requests, training, cluster, scaler, model, config, 8, policy)
             wall = time.perf_counter() - started
-            s, t = serving_summary(run.serving, slo), training_summary(run)
+            s, t = serving_summary(run.serving, slo), training_summary(run, power)
             print(
                 f"| {headroom:g} | {policy} | {t['replica_windows']} | "
                 f"{s['slo_attainment']:.1%} | {s['ttft_s']['p99']:,.1f} | "

@@ -16,6 +16,7 @@ from dlsched.serving.colocated import (
     training_summary,
 )
 from dlsched.serving.config import ReplicaConfig
+from dlsched.serving.energy import serving_power
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.linear import LinearIterationModel
 from dlsched.serving.replica_count import replica_steps
@@ -73,13 +74,18 @@ def test_serving_first_preempts_training_and_meets_the_slo_fifo_does_not() -> No
     first = run_colocated(requests, training, cluster, scaler, MODEL, CONFIG, 8, "serving-first")
     fifo = run_colocated(requests, training, cluster, scaler, MODEL, CONFIG, 8, "fifo")
     s_first, s_fifo = serving_summary(first.serving, slo), serving_summary(fifo.serving, slo)
-    t_first, t_fifo = training_summary(first), training_summary(fifo)
+    power = serving_power("llama2-70b", "a100-80gb", 8)
+    t_first, t_fifo = training_summary(first, power), training_summary(fifo, power)
     # The reactive autoscaler lags the step by a window either way; then serving-first has
     # its replicas at once, while under FIFO they wait for training to finish.
     assert s_first["slo_attainment"] > s_fifo["slo_attainment"] + 0.2
     assert t_first["training_preemptions"] > 0 == t_fifo["training_preemptions"]
     assert t_first["training_finished"] == t_fifo["training_finished"] == 4
     assert t_first["training_avg_jct_s"] > t_fifo["training_avg_jct_s"]
+    # Replica GPUs draw by utilization (A100's measured extra is below the simulator's busy
+    # extra, and they idle between iterations): less than the simulation's busy-power figure.
+    for t in (t_first, t_fifo):
+        assert 0 < t["energy_kwh"] < t["cluster_energy_kwh"]
     # Every replica job the cluster ran is a replica instance; requests answered once each.
     jobs = first.cluster.jobs
     replicas = jobs.filter(pc.starts_with(jobs.column("job_id"), "serve:"))

@@ -260,7 +260,7 @@ def serve_sim(
                 policy or "serving-first",
             )
             run = mixed.serving
-            extra["training"] = training_summary(mixed)
+            extra["training"] = training_summary(mixed, power)
             extra["replica_count"] = replica_steps(mixed.instances)
         else:
             if prefill_replicas is None:

@@ -26,12 +26,13 @@ from dlsched.serving.arrivals import Lengths, synthetic_requests
 from dlsched.serving.autoscale import Autoscaler, replica_jobs
 from dlsched.serving.cluster import ServingRun, gather, request_columns, simulate_serving
 from dlsched.serving.config import ReplicaConfig
+from dlsched.serving.energy import ServingPower
 from dlsched.serving.log import ServingLog
 from dlsched.serving.metrics import Slo, serving_summary
 from dlsched.serving.perf.model import IterationModel
 from dlsched.serving.replica import ReplicaSamples, simulate_replica
 from dlsched.serving.requests import RequestTrace
-from dlsched.sim.config import SimConfig
+from dlsched.sim.config import PowerConfig, SimConfig
 from dlsched.sim.simulator import RunResult, simulate
 from dlsched.trace.schema import Trace
 from dlsched.trace.transforms import merge_traces
@@ -47,6 +48,7 @@ class ColocatedRun:
     cluster: RunResult
     plan: tuple[int, ...]
     instances: tuple[tuple[float, float], ...]  # (ready, end) of each replica instance
+    tp: int
 
 
 def measure_capacity(
@@ -108,7 +110,7 @@ def run_colocated(
         if not math.isnan(s) and not math.isnan(e) and s + scaler.cold_start_s < e
     )
     run = serve_on_instances(requests, instances, model, config)
-    return ColocatedRun(run, result, tuple(plan), tuple(instances))
+    return ColocatedRun(run, result, tuple(plan), tuple(instances), tp)
 
 
 def serve_on_instances(
@@ -172,9 +174,12 @@ def _route(times: np.ndarray, instances: list[tuple[float, float]]) -> np.ndarra
     return owners
 
 
-def training_summary(run: ColocatedRun) -> dict[str, Any]:
+def training_summary(run: ColocatedRun, power: ServingPower) -> dict[str, Any]:
     """Training jobs' figures in the shared run: finished count, JCT mean/median/p95 (s),
-    preemptions; cluster GPU utilization and energy (every job, replicas included)."""
+    preemptions; cluster GPU utilization and energy, every job included. In ``energy_kwh`` the
+    replicas' GPUs draw ``power`` by their utilization (idle power while held, the extra only
+    for the seconds they run iterations) where the cluster simulation charged them busy power
+    for every second held; ``cluster_energy_kwh`` is that simulation's own figure."""
     jobs = run.cluster.jobs
     train = jobs.filter(pc.starts_with(jobs.column("job_id"), TRAIN_PREFIX))
     jct = train.column("jct_s").to_numpy(zero_copy_only=False)
@@ -188,7 +193,23 @@ def training_summary(run: ColocatedRun) -> dict[str, Any]:
         "training_p95_jct_s": float(np.percentile(done, 95)) if len(done) else None,
         "training_preemptions": int(pc.sum(train.column("preemptions")).as_py() or 0),
         "gpu_utilization": summary.get("gpu_utilization"),
-        "energy_kwh": summary.get("energy_kwh"),
+        "energy_kwh": _energy_by_utilization(run, power),
+        "cluster_energy_kwh": summary.get("energy_kwh"),
         "replica_windows": sum(run.plan),
         "replica_instances": len(run.instances),
     }
+
+
+def _energy_by_utilization(run: ColocatedRun, power: ServingPower) -> float | None:
+    """The cluster's energy (kWh) with the replicas' busy draw replaced by ``power``'s extra
+    for the iterations they ran (:func:`training_summary`)."""
+    cluster_kwh = run.cluster.summary.get("energy_kwh")
+    if cluster_kwh is None:
+        return None
+    jobs = run.cluster.jobs
+    replicas = jobs.filter(pc.starts_with(jobs.column("job_id"), SERVING_PREFIX))
+    held_gpu_s = float(pc.sum(replicas.column("gpu_seconds")).as_py() or 0.0)
+    # run_colocated simulates with the default power model, so that is what it charged.
+    charged = PowerConfig().busy_extra_w_per_gpu * held_gpu_s
+    ran = power.busy_extra_w * run.tp * float(sum(run.serving.log.busy))
+    return (float(cluster_kwh) * 3.6e6 - charged + ran) / 3.6e6

@@ -8,8 +8,9 @@ power columns for the deployment (model, GPU, tensor-parallel degree): the mean
 ``average_power`` of its points (a fraction of the GPU's rated power) times the rated power
 (NVIDIA data sheets: A100-80GB SXM 400 W, H100-80GB SXM 700 W; the power-capped H100 keeps the
 H100's rating, as its fractions are of it). Elsewhere it is the simulator's
-``busy_extra_w_per_gpu``. A run beside training gets its energy from the cluster simulation
-instead (replica jobs hold their GPUs at busy power, like any job).
+``busy_extra_w_per_gpu``. A run beside training takes the cluster simulation's energy and
+replaces the busy draw it charged the replica jobs with this model's
+(:func:`~dlsched.serving.colocated.training_summary`).
 """
 
 from __future__ import annotations
