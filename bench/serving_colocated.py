@@ -63,9 +63,10 @@ def main() -> None:
     )
     print(
         "| headroom | policy | replica-windows | SLO attainment | TTFT p99 (s) | training "
-        "avg JCT (h) | p95 JCT (h) | training preemptions | GPU util | energy (kWh) | wall (s) |"
+        "avg JCT (h) | p95 JCT (h) | training preemptions | GPU util | energy (kWh) | "
+        "busy-power energy (kWh) | wall (s) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     cluster = resolve_cluster("16x8")
     for headroom in (1.0, 1.2, 1.5):
         scaler = Autoscaler(capacity, headroom=headroom)
@@ -79,7 +80,7 @@ def main() -> None:
                 f"{s['slo_attainment']:.1%} | {s['ttft_s']['p99']:,.1f} | "
                 f"{t['training_avg_jct_s'] / 3600:,.1f} | {t['training_p95_jct_s'] / 3600:,.1f} | "
                 f"{t['training_preemptions']} | {t['gpu_utilization']:.1%} | "
-                f"{t['energy_kwh']:,.0f} | {wall:.1f} |",
+                f"{t['energy_kwh']:,.0f} | {t['cluster_energy_kwh']:,.0f} | {wall:.1f} |",
                 flush=True,
             )
 
