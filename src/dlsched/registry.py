@@ -2,40 +2,61 @@
 
 Each module of a plugin package may define subclasses of the package's base class with a
 ``name`` class attribute; :func:`discover` imports every module of the package and maps each name
-to its class. Nothing is registered at import time, so there is no global mutable registry.
+to its class. Other installed distributions add plugins through an entry-point group (e.g.
+``[project.entry-points."dlsched.policies"]`` in their ``pyproject.toml``, each entry naming a
+class). Nothing is registered at import time, so there is no global mutable registry.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.metadata
 import inspect
 import pkgutil
 import types
 import typing
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 T = TypeVar("T")
 
 
-def discover(package: str, base: type[T]) -> dict[str, type[T]]:
-    """Map ``name`` to class for every concrete subclass of ``base`` defined in ``package``."""
+def discover(package: str, base: type[T], group: str | None = None) -> dict[str, type[T]]:
+    """Map ``name`` to class for every concrete subclass of ``base`` defined in ``package``, and
+    for every class the installed distributions list under the entry-point ``group``. A name
+    given twice, or an entry point that is not such a class, is a RuntimeError naming it."""
     pkg = importlib.import_module(package)
     found: dict[str, type[T]] = {}
+
+    def add(obj: type[T], origin: str) -> None:
+        name = obj.name  # type: ignore[attr-defined]
+        if name in found:
+            raise RuntimeError(f"two {base.__name__} plugins are named {name!r} ({origin})")
+        found[name] = obj
+
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{package}.{info.name}")
         for _, obj in inspect.getmembers(module, inspect.isclass):
-            if (
-                issubclass(obj, base)
-                and obj.__module__ == module.__name__
-                and not inspect.isabstract(obj)
-                and isinstance(getattr(obj, "name", None), str)
-            ):
-                name = obj.name  # type: ignore[attr-defined]
-                if name in found:
-                    raise RuntimeError(f"two {base.__name__} plugins are named {name!r}")
-                found[name] = obj
+            if obj.__module__ == module.__name__ and _is_plugin(obj, base):
+                add(obj, module.__name__)
+    if group is not None:
+        for entry in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
+            obj = entry.load()
+            if not (inspect.isclass(obj) and _is_plugin(obj, base)):
+                raise RuntimeError(
+                    f"entry point {entry.name!r} of group {group!r} ({entry.value}) is not a "
+                    f"concrete {base.__name__} subclass with a name"
+                )
+            add(obj, f"entry point {entry.value}")
     return found
+
+
+def _is_plugin(obj: type, base: type[T]) -> TypeGuard[type[T]]:
+    return (
+        issubclass(obj, base)
+        and not inspect.isabstract(obj)
+        and isinstance(getattr(obj, "name", None), str)
+    )
 
 
 def lookup(found: dict[str, type[T]], name: str, kind: str) -> type[T]:

@@ -13,7 +13,7 @@ from dlsched.registry import build, discover, lookup
 @cache
 def elastic_policies() -> dict[str, type[ElasticPolicy]]:
     """All elastic policy classes by name."""
-    return discover("dlsched.elastic.policies", ElasticPolicy)  # type: ignore[type-abstract]
+    return discover("dlsched.elastic.policies", ElasticPolicy, "dlsched.elastic_policies")  # type: ignore[type-abstract]
 
 
 def create_elastic_policy(name: str, options: dict[str, str] | None = None) -> ElasticPolicy:

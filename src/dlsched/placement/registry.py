@@ -11,7 +11,7 @@ from dlsched.registry import discover, lookup
 @cache
 def placers() -> dict[str, type[Placer]]:
     """All placer classes by name."""
-    return discover("dlsched.placement", Placer)  # type: ignore[type-abstract]
+    return discover("dlsched.placement", Placer, "dlsched.placers")  # type: ignore[type-abstract]
 
 
 def create_placer(name: str, seed: int = 0) -> Placer:

@@ -12,7 +12,7 @@ from dlsched.registry import build, discover, lookup
 @cache
 def policies() -> dict[str, type[Policy]]:
     """All policy classes by name."""
-    return discover("dlsched.policy", Policy)  # type: ignore[type-abstract]
+    return discover("dlsched.policy", Policy, "dlsched.policies")  # type: ignore[type-abstract]
 
 
 def create_policy(name: str, options: dict[str, str] | None = None) -> Policy:

@@ -11,7 +11,7 @@ from dlsched.registry import build, discover, lookup
 @cache
 def power_managers() -> dict[str, type[PowerManager]]:
     """All power manager classes by name."""
-    return discover("dlsched.power.managers", PowerManager)  # type: ignore[type-abstract]
+    return discover("dlsched.power.managers", PowerManager, "dlsched.power_managers")  # type: ignore[type-abstract]
 
 
 def create_power_manager(name: str, options: dict[str, str] | None = None) -> PowerManager:
