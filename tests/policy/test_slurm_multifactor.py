@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dlsched.cli.main import app
+from dlsched.cluster.spec import ClusterSpec, NodeSpec
 from dlsched.cluster.state import Demand
 from dlsched.policy.registry import create_policy
 from dlsched.policy.slurm_conf import (
@@ -26,8 +27,11 @@ from dlsched.policy.slurm_factors import (
     priority,
 )
 from dlsched.policy.slurm_multifactor import SlurmMultifactor
+from dlsched.sim.config import SimConfig
 from dlsched.sim.job import SimJob
+from dlsched.sim.simulator import simulate
 from dlsched.trace.bundled import bundled_trace_path
+from dlsched.trace.schema import Trace
 
 CONF = """\
 # priority excerpt
@@ -226,3 +230,26 @@ def test_simulate_runs_with_a_conf(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run"), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "run" / "summary.json").exists()
+
+
+def test_simulator_reorders_waiting_jobs_as_they_age(tmp_path: Path) -> None:
+    conf = write_conf(
+        tmp_path, "PriorityWeightAge=1000\nPriorityWeightJobSize=1000\nPriorityMaxAge=16:40\n"
+    )
+    cols: dict[str, list[object]] = {
+        "job_id": ["hog", "small", "big"],
+        "submit_time": [0.0, 10.0, 900.0],
+        "num_gpus": [8, 4, 8],
+        "duration": [1000.0, 50.0, 50.0],
+        "vc": ["a", "a", "a"],
+    }
+    cluster = ClusterSpec(
+        "two", (NodeSpec("n0", 4, partition="a"), NodeSpec("n1", 4, partition="a"))
+    )
+    options = {"conf": conf, "cluster_nodes": "2", "cluster_cpus": "8", "node_gpus": "4"}
+    config = SimConfig(policy="slurm-multifactor", policy_options=options)
+    jobs = simulate(Trace.from_columns(cols, "t"), cluster, config).jobs.to_pydict()
+    start = dict(zip(jobs["job_id"], jobs["first_start_s"], strict=True))
+    # At 1000 s: small 990 (age) + 312 (size) outranks big 100 + 625; when queued, small's
+    # 0 + 312 was below big's 0 + 625, so keys fixed at queue time would start big first.
+    assert start == {"hog": 0.0, "small": 1000.0, "big": 1050.0}
