@@ -7,9 +7,9 @@ with a placer. Policies see read-only job views, never the simulator or a back e
 Contract:
 - ``key(job, now)`` is a pure function of the view and ``now``; ties must be broken inside the
   key (e.g. by submit time and ``job.seq``) so runs are deterministic.
-- A non-preemptive policy's key must not change while the job waits (it is computed once, when
-  the job is queued). A preemptive policy's keys are recomputed every cycle for running jobs;
-  for waiting jobs too only when it sets ``waiting_key_fixed = False`` (e.g. keys that age).
+- A waiting job's key is computed once, when it is queued, unless the policy sets
+  ``waiting_key_fixed = False`` (e.g. keys that age): then waiting jobs are re-keyed at every
+  cycle. A preemptive policy's keys are also recomputed every cycle for running jobs.
 - ``interval`` is the round length in seconds for round-based policies (decisions only at
   multiples of it), or None for event-driven ones (a cycle after every event time).
 - ``next_change(job, now)`` tells when a running job's key will next change on its own, so the

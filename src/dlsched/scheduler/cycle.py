@@ -3,9 +3,10 @@
 The :class:`Scheduler` keeps, per pool, the jobs waiting and running, and turns a policy's
 priorities into a :class:`Plan` for one pool at a time:
 
-- non-preemptive policies: waiting jobs sit in a heap by their (fixed) key; the cycle starts jobs
-  from the head while they fit. With head-of-line blocking (the default) the first job that does
-  not fit stops the cycle; with backfill the cycle tries every waiting job in key order.
+- non-preemptive policies: waiting jobs sit in a heap by their key (fixed, unless the policy
+  sets ``waiting_key_fixed = False``: then the heap is re-keyed at each cycle); the cycle starts
+  jobs from the head while they fit. With head-of-line blocking (the default) the first job
+  that does not fit stops the cycle; with backfill the cycle tries every waiting job in key order.
 - preemptive policies: every cycle ranks all active (waiting and running) jobs of the pool by key
   and admits them greedily while their GPU count fits the pool's healthy capacity; running jobs
   not admitted are preempted and admitted waiting jobs are placed, in key order, on what is free
@@ -195,6 +196,10 @@ class Scheduler:
         q = self.pools[pool]
         if not q.heap or (self.state.pool_free_gpus(pool) <= 0 and not q.pending_cpu_only):
             return EMPTY_PLAN
+        if not self.policy.waiting_key_fixed:
+            key = self.policy.key
+            q.heap = [(key(job, now), job) for _, job in q.heap]
+            heapify(q.heap)
         if self.policy.backfill:
             return self._backfill_cycle(pool)
         return self._blocking_cycle(pool)

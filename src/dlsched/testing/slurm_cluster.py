@@ -91,7 +91,8 @@ class SlurmCluster:
     every daemon and job on exit. ``kill_wait_s`` is Slurm's ``KillWait`` (SIGTERM to SIGKILL
     on cancel); ``min_job_age_s`` its ``MinJobAge`` (how long ``squeue`` still lists a finished
     job); ``slurmd_timeout_s`` its ``SlurmdTimeout`` (how long an unresponsive node stays up
-    before Slurm sets it DOWN)."""
+    before Slurm sets it DOWN); ``extra_conf`` lines are appended to ``slurm.conf`` (e.g. the
+    ``Priority*`` parameters or more partitions)."""
 
     def __init__(
         self,
@@ -101,6 +102,7 @@ class SlurmCluster:
         min_job_age_s: int = 600,
         start_timeout_s: float = 30.0,
         slurmd_timeout_s: int = 300,
+        extra_conf: Sequence[str] = (),
     ) -> None:
         if len({n.name for n in nodes}) != len(nodes):
             raise ValueError("fake node names must be unique")
@@ -111,6 +113,7 @@ class SlurmCluster:
         self.min_job_age_s = min_job_age_s
         self.start_timeout_s = start_timeout_s
         self.slurmd_timeout_s = slurmd_timeout_s
+        self.extra_conf = tuple(extra_conf)
         self.conf = self.directory / "slurm.conf"
         self.munge_socket = self.directory / "munge" / "munge.socket"
         self._procs: list[subprocess.Popen[bytes]] = []
@@ -186,6 +189,7 @@ class SlurmCluster:
                     f"File={devdir}/nvidia[0-{last}]"
                 )
         lines.append(f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+        lines.extend(self.extra_conf)
         self.conf.write_text("\n".join(lines) + "\n")
         (d / "gres.conf").write_text("\n".join(gres) + "\n")
         os.chmod(self.conf, 0o644)
