@@ -77,8 +77,10 @@ def test_required_block_spans_racks_but_not_blocks() -> None:
 def test_single_node_jobs_are_placed_as_consolidate_places_them() -> None:
     state = racked([[[8, 8], [8]]])
     use(state, 0, 3)
+    use(state, 1, 4)
     use(state, 2, 6)
-    for gpus in (1, 2, 3, 5, 8):
+    # 6 GPUs are free in rack r0-0 but on no one node: the job waits rather than spread.
+    for gpus in (1, 2, 3, 5, 6, 8):
         demand = Demand(gpus)
         assert create_placer("topology").place(state, 0, demand) == create_placer(
             "consolidate"
@@ -135,7 +137,11 @@ def topologies(draw: st.DrawFn) -> ClusterState:
 
 
 def smallest_fitting_tier(state: ClusterState, gpus: int) -> int | None:
-    """The smallest tier with one domain of up nodes holding ``gpus`` free GPUs, or None."""
+    """The smallest tier with one domain of up nodes holding ``gpus`` free GPUs, or None; a
+    job that fits one node of the cluster only ever runs on one node."""
+    if gpus <= state.pool_max_node_gpus[0]:
+        fits = any(up and f >= gpus for up, f in zip(state.node_up, state.free_whole, strict=True))
+        return NODE if fits else None
     for tier in (NODE, RACK, BLOCK, CLUSTER):
         free: dict[str | int, int] = {}
         for node in range(len(state.node_gpus)):

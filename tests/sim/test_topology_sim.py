@@ -57,12 +57,13 @@ def test_without_comm_model_placement_does_not_change_run_times() -> None:
 
 
 def fragmenting() -> Trace:
-    """Four 3-GPU jobs leave one GPU free on each node of block b0 (c0 is of another pool)."""
+    """Four 3-GPU jobs take a node of block b0 each; j0 ends at 50, leaving racks ra with 5
+    free GPUs and rb with 2: the 6-GPU job submitted at 60 fits the block but no rack."""
     return make_trace(
         job_id=["j0", "j1", "j2", "j3", "big"],
-        submit_time=[0.0, 0.0, 0.0, 0.0, 1.0],
-        num_gpus=[3, 3, 3, 3, 4],
-        duration=[100.0, 100.0, 100.0, 100.0, 10.0],
+        submit_time=[0.0, 0.0, 0.0, 0.0, 60.0],
+        num_gpus=[3, 3, 3, 3, 6],
+        duration=[50.0, 100.0, 100.0, 100.0, 10.0],
         vc=["p", "p", "p", "p", "p"],
     )
 
@@ -80,7 +81,7 @@ def test_required_rack_waits_and_counts_the_job_as_fragmented() -> None:
     assert by_id(result)["big"]["first_start_s"] == 100.0
     assert result.summary["fragmented_jobs"] == 1
     preferred = run(fragmenting(), b0_only(), SimConfig(placement="topology"))
-    assert by_id(preferred)["big"]["first_start_s"] == 1.0
+    assert by_id(preferred)["big"]["first_start_s"] == 60.0
     assert preferred.summary["fragmented_jobs"] == 0
     assert preferred.summary["starts_by_tier"] == {"node": 4, "rack": 0, "block": 1, "cluster": 0}
 

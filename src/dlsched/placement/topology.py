@@ -2,20 +2,25 @@
 smallest tier that has room for it whole, one node, then one rack, then one block, then
 anywhere (:mod:`dlsched.cluster.topology`).
 
+A job that fits one node of its type runs on one node, placed exactly as
+:mod:`dlsched.placement.consolidate` places it, and waits for one otherwise: spreading it would
+only add communication. The tiers below apply to multi-node jobs.
+
 Options (``--placement-opt``), at most one of:
 
 ``required=LEVEL``
     the job never spans beyond one LEVEL (node, rack or block) domain; it waits instead. A job
-    larger than every such domain can never run and is set aside.
+    larger than every such domain can never run and is set aside (``required=node``: every
+    multi-node job).
 ``preferred=LEVEL`` (default ``preferred=node``)
     the smallest tier is tried first as always; when no domain up to LEVEL has room the job
     spans further rather than wait.
 
 Within the chosen tier the domain with the fewest free GPUs that holds the job wins (best fit,
 lowest node index among equals), and inside it the job takes the nodes with the most free GPUs
-until the remainder fits one node, which is then chosen by best fit. Single-node jobs are
-placed exactly as :mod:`dlsched.placement.consolidate` places them; fractional and CPU-only
-jobs as every placer does. A placement is the whole gang or None: never part of a job.
+until the remainder fits one node, which is then chosen by best fit. Fractional and CPU-only
+jobs are placed as every placer places them. A placement is the whole gang or None: never part
+of a job.
 """
 
 from __future__ import annotations
@@ -56,8 +61,7 @@ class Topology(Placer):
             return place_fraction(state, pool, demand)
         if demand.gpus <= state.max_node_gpus(pool, demand.gpu_type):
             node = best_fit_node(state, pool, demand, demand.gpus)
-            if node >= 0:
-                return ((node, whole_gpus(state, node, demand.gpus)),)
+            return None if node < 0 else ((node, whole_gpus(state, node, demand.gpus)),)
         for tier in range(NODE + 1, self.limit + 1):
             placement = self._within_one(state, pool, demand, tier)
             if placement is not None:
