@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from dlsched.cli.main import app
 from dlsched.cluster.spec import ClusterSpec, NodeSpec
 from dlsched.cluster.toml_io import write_cluster_toml
 from dlsched.perf.comm import TIER_SLOWDOWN
+from dlsched.perf.profiles import profiles_dir
 from dlsched.sim.config import SimConfig
 from dlsched.trace.schema import Trace
 from tests.sim.test_simulator import by_id, make_trace, run
@@ -132,3 +134,39 @@ def test_cli_writes_topology_figures(tmp_path: Path) -> None:
     assert summary["starts_by_tier"]["rack"] == 1
     assert summary["fragmented_jobs"] == 0
     assert summary["avg_jct_s"] == pytest.approx(100.0 * TIER_SLOWDOWN[1])
+
+
+def pollux_multi_node_ratio(app: str) -> float:
+    """The measured factor recomputed from the raw profile file: multi-node step time over
+    one-node step time at equal replicas and local batch, averaged over matched rows."""
+    path = profiles_dir() / "pollux" / app / "placements.csv"
+    rows = list(csv.DictReader(path.open()))
+    one = {
+        (int(r["placement"]), r["local_bsz"]): float(r["step_time"])
+        for r in rows
+        if len(r["placement"]) == 1
+    }
+    ratios = []
+    for r in rows:
+        replicas = sum(int(c) for c in r["placement"])
+        if len(r["placement"]) > 1 and (replicas, r["local_bsz"]) in one:
+            ratios.append(float(r["step_time"]) / one[(replicas, r["local_bsz"])])
+    return sum(ratios) / len(ratios)
+
+
+def test_profiled_applications_use_their_measured_multi_node_slowdown() -> None:
+    trace = make_trace(
+        job_id=["bert", "other", "bert-block"],
+        submit_time=[0.0, 1000.0, 10_000.0],
+        num_gpus=[8, 8, 12],
+        duration=[100.0, 100.0, 100.0],
+        application=["bert", "resnet", "bert"],
+    )
+    result = run(trace, spine(), SimConfig(placement="topology", comm_model="tiers"))
+    jobs = by_id(result)
+    measured = pollux_multi_node_ratio("bert")
+    assert measured > 1.2
+    assert jobs["bert"]["jct_s"] == pytest.approx(100.0 * measured)
+    assert jobs["other"]["jct_s"] == pytest.approx(100.0 * TIER_SLOWDOWN[1])
+    block = measured * TIER_SLOWDOWN[2] / TIER_SLOWDOWN[1]
+    assert jobs["bert-block"]["jct_s"] == pytest.approx(100.0 * block)

@@ -266,6 +266,9 @@ class Simulator:
         self._gpus: list[int] = t.column("num_gpus").to_pylist()
         self._duration: list[float | None] = t.column("duration").to_pylist()
         self._work: list[float | None] = t.column("work").to_pylist()
+        self._applications: list[str | None] = (
+            t.column("application").to_pylist() if self.comm is not None else []
+        )
         self._work_unit: list[str | None] = t.column("work_unit").to_pylist()
         self._milli: list[int | None] = t.column("gpu_milli").to_pylist()
         self._cpus: list[float | None] = t.column("num_cpus").to_pylist()
@@ -883,7 +886,7 @@ class Simulator:
         if self.tier_starts is not None:
             self.tier_starts[placement_tier(self.state, placement)] += 1
         if self.comm is not None:
-            job.rate = rate = self.comm.rate(placement)
+            job.rate = rate = self.comm.rate(placement, self._applications[job.row])
             self.engine.schedule(
                 start + (job.work - done) / rate, P_FINISH, self._on_finish, (job, job.epoch)
             )
