@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
+from dlsched.cluster.state import ClusterState, Demand, Placement
 from dlsched.cluster.topology import CLUSTER, NODE, domain, parse_level
-from dlsched.placement.base import Placer, fits_node, place_cpu_only, place_fraction, whole_gpus
-from dlsched.placement.consolidate import best_fit_node
+from dlsched.placement.base import Placer, fits_node, whole_gpus
+from dlsched.placement.consolidate import fits_one_node, place_on_one_node
 
 
 class Topology(Placer):
@@ -55,13 +55,8 @@ class Topology(Placer):
         return self.level if self.required else CLUSTER
 
     def place(self, state: ClusterState, pool: int, demand: Demand) -> Placement | None:
-        if demand.gpus == 0:
-            return place_cpu_only(state, pool, demand)
-        if demand.milli < WHOLE:
-            return place_fraction(state, pool, demand)
-        if demand.gpus <= state.max_node_gpus(pool, demand.gpu_type):
-            node = best_fit_node(state, pool, demand, demand.gpus)
-            return None if node < 0 else ((node, whole_gpus(state, node, demand.gpus)),)
+        if fits_one_node(state, pool, demand):
+            return place_on_one_node(state, pool, demand)
         for tier in range(NODE + 1, self.limit + 1):
             placement = self._within_one(state, pool, demand, tier)
             if placement is not None:
