@@ -420,6 +420,7 @@ def test_list_policies_placements_clusters() -> None:
         "pack",
         "random",
         "spread",
+        "topology",
     }
     clusters = ok(invoke("list", "clusters")).output
     assert first_column(clusters) == {"philly-vcs", "philly-machines", "pollux", "alibaba-2023"}

@@ -112,7 +112,22 @@ def simulate(
     placement: Annotated[
         str | None,
         typer.Option(
-            help="consolidate (default), pack, spread or random (dlsched list placements)."
+            help="consolidate (default), pack, spread, random or topology (dlsched list "
+            "placements)."
+        ),
+    ] = None,
+    placement_opt: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Placement option KEY=VALUE (repeatable); topology: required=LEVEL or "
+            "preferred=LEVEL, LEVEL node, rack or block."
+        ),
+    ] = None,
+    comm_model: Annotated[
+        str | None,
+        typer.Option(
+            help="tiers: rigid jobs spread over nodes, racks or blocks run slower (assumed "
+            "factors, docs/topology.md); default: placement does not change run times."
         ),
     ] = None,
     estimator: Annotated[
@@ -194,6 +209,8 @@ def simulate(
             policy_options=options,
             kind_policies=parse_options(kind_policy or [], "--kind-policy"),
             placement=placement or "consolidate",
+            placement_options=parse_options(placement_opt or [], "--placement-opt"),
+            comm_model=comm_model,
             estimator=estimator,
             seed=seed,
             use_partitions=not no_partitions,

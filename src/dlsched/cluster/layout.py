@@ -16,6 +16,10 @@ Racks
     racks of ``rack_size`` nodes (16 unless stated) and every such group starts a new rack, so
     racks never mix groups. Automatic racks are named ``rack0``, ``rack1``, ... by one counter
     over the whole cluster in group order (an explicit rack of the same name is the same rack).
+
+Blocks
+    A group's nodes all lie in its ``block`` (``block0`` unless stated). Callers that read
+    files check that no rack lies in two blocks.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dlsched.cluster.spec import DEFAULT_GPU_TYPE, DEFAULT_PARTITION, NodeSpec
+from dlsched.cluster.spec import DEFAULT_BLOCK, DEFAULT_GPU_TYPE, DEFAULT_PARTITION, NodeSpec
 
 DEFAULT_RACK_SIZE = 16
 UNTYPED_NAME_PREFIX = "node"
@@ -59,6 +63,7 @@ class NodeGroup:
     memory_mib: float | None = None
     names: tuple[str, ...] | None = None
     name_prefix: str | None = None
+    block: str = DEFAULT_BLOCK
 
     @property
     def prefix(self) -> str:
@@ -118,6 +123,7 @@ def expand_group(group: NodeGroup, layout: Layout) -> list[NodeSpec]:
             rack=rack,
             cpus=group.cpus,
             memory_mib=group.memory_mib,
+            block=group.block,
         )
         for name, rack in zip(names, racks, strict=True)
     ]

@@ -1,4 +1,5 @@
-"""Static description of a GPU cluster: nodes grouped into partitions (VCs) and racks.
+"""Static description of a GPU cluster: nodes grouped into partitions (VCs), racks and blocks
+(a block is a group of racks under one network spine; every rack lies in one block).
 
 A :class:`ClusterSpec` is immutable and cheap to hash. The simulator builds a mutable
 ``ClusterState`` from it; policies and placers only ever see read-only views of that state.
@@ -7,10 +8,11 @@ A :class:`ClusterSpec` is immutable and cheap to hash. The simulator builds a mu
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 DEFAULT_PARTITION = "default"
 DEFAULT_GPU_TYPE = "gpu"
+DEFAULT_BLOCK = "block0"
 GPU_TYPE_SEPARATOR = "|"
 
 
@@ -56,6 +58,7 @@ class NodeSpec:
     rack: str = "rack0"
     cpus: float | None = None
     memory_mib: float | None = None
+    block: str = DEFAULT_BLOCK
 
     def __post_init__(self) -> None:
         if self.gpus < 0:
@@ -104,8 +107,5 @@ class ClusterSpec:
 
     def without_partitions(self) -> ClusterSpec:
         """The same machines as one shared partition (``--no-partitions``)."""
-        nodes = tuple(
-            NodeSpec(n.name, n.gpus, n.gpu_type, DEFAULT_PARTITION, n.rack, n.cpus, n.memory_mib)
-            for n in self.nodes
-        )
+        nodes = tuple(replace(n, partition=DEFAULT_PARTITION) for n in self.nodes)
         return ClusterSpec(self.name, nodes, self.description, self.source)

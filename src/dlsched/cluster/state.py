@@ -70,6 +70,7 @@ class ClusterState:
         self.node_gpus: list[int] = [n.gpus for n in nodes]
         self.node_type: list[str] = [n.gpu_type for n in nodes]
         self.node_rack: list[str] = [n.rack for n in nodes]
+        self.node_block: list[str] = [n.block for n in nodes]
         self.node_up: list[bool] = [True] * len(nodes)
         self.free_milli: list[list[int]] = [[WHOLE] * n.gpus for n in nodes]
         self.free_whole: list[int] = [n.gpus for n in nodes]

@@ -12,6 +12,8 @@ Format (the full reference with examples is ``docs/cluster-format.md``)::
     partition = "vc-a"               # default "default"
     rack = "r1"                      # every node of the group in this rack, or ...
     rack_size = 8                    # ... fresh racks of this many nodes (default 16)
+    block = "b0"                     # the block (racks under one spine) of the group's racks;
+                                     # default "block0"; a rack lies in one block only
     cpus = 64                        # optional, >= 0; absent = CPUs not tracked
     memory_mib = 262144              # optional, >= 0; absent = memory not tracked
     names = ["a0", "a1"]             # optional explicit node names (exactly count of them), or
@@ -46,6 +48,7 @@ from dlsched.cluster.layout import DEFAULT_RACK_SIZE, Layout, NodeGroup, default
 from dlsched.cluster.layout import expand_group as _expand_group
 from dlsched.cluster.limits import size_problem
 from dlsched.cluster.spec import (
+    DEFAULT_BLOCK,
     DEFAULT_GPU_TYPE,
     DEFAULT_PARTITION,
     GPU_TYPE_SEPARATOR,
@@ -68,6 +71,7 @@ GROUP_KEYS = (
     "memory_mib",
     "names",
     "name_prefix",
+    "block",
 )
 _NAMES_PER_LINE_WIDTH = 96
 
@@ -171,6 +175,7 @@ def _parse_group(raw: Any, index: int, where: _Where) -> NodeGroup:
     memory_mib = _get(raw, "memory_mib", where, at, _amount, "a finite number >= 0 (MiB)")
     names = _get(raw, "names", where, at, _names, "a non-empty array of non-empty strings")
     name_prefix = _get(raw, "name_prefix", where, at, _text, "a non-empty string")
+    block = _get(raw, "block", where, at, _text, "a non-empty string (the group's block)")
 
     if gpus is None:
         raise where.error(f"{at}.gpus", "missing; expected an integer >= 0 (GPUs per node)")
@@ -196,15 +201,24 @@ def _parse_group(raw: Any, index: int, where: _Where) -> NodeGroup:
         memory_mib=memory_mib,
         names=names,
         name_prefix=name_prefix,
+        block=DEFAULT_BLOCK if block is None else block,
     )
 
 
 def _expand(groups: list[NodeGroup], where: _Where) -> tuple[NodeSpec, ...]:
     layout = Layout()
     owner: dict[str, int] = {}
+    rack_block: dict[str, tuple[str, int]] = {}
     nodes: list[NodeSpec] = []
     for index, group in enumerate(groups):
         for node in _expand_group(group, layout):
+            block, first = rack_block.setdefault(node.rack, (node.block, index))
+            if block != node.block:
+                raise where.error(
+                    f"nodes[{index}].block",
+                    f"rack {node.rack!r} is already in block {block!r} (nodes[{first}]), "
+                    f"got {node.block!r}; expected every node of a rack in one block",
+                )
             if node.name in owner:
                 raise where.error(
                     f"nodes[{index}]",
@@ -338,7 +352,15 @@ def _naming_runs(
 
 
 def _group_key(node: NodeSpec) -> tuple[object, ...]:
-    return (node.gpus, node.gpu_type, node.partition, node.rack, node.cpus, node.memory_mib)
+    return (
+        node.gpus,
+        node.gpu_type,
+        node.partition,
+        node.rack,
+        node.block,
+        node.cpus,
+        node.memory_mib,
+    )
 
 
 def format_cluster_toml(spec: ClusterSpec) -> str:
@@ -368,6 +390,8 @@ def format_cluster_toml(spec: ClusterSpec) -> str:
                 f"partition = {_toml_string(first.partition)}",
                 f"rack = {_toml_string(first.rack)}",
             ]
+            if first.block != DEFAULT_BLOCK:
+                lines.append(f"block = {_toml_string(first.block)}")
             if first.cpus is not None:
                 lines.append(f"cpus = {_toml_number(first.cpus)}")
             if first.memory_mib is not None:

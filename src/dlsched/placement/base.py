@@ -9,19 +9,36 @@ the state (the cycle applies placements), and for a fixed seed it is determinist
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import ClassVar
 
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
 
 
 class Placer(ABC):
-    """Chooses nodes and GPUs for one job. Subclasses set ``name`` and implement :meth:`place`."""
+    """Chooses nodes and GPUs for one job. Subclasses set ``name`` and implement :meth:`place`.
+
+    ``options`` are the placer's text options (``--placement-opt KEY=VALUE``); a key not in
+    ``option_keys`` raises ``ValueError`` naming it. ``topology_aware`` placers keep jobs
+    inside network tiers, so a job can wait with enough GPUs free (fragmentation is counted).
+    """
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    option_keys: ClassVar[tuple[str, ...]] = ()
+    topology_aware: ClassVar[bool] = False
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, options: Mapping[str, str] | None = None) -> None:
         self.seed = seed
+        self.options = dict(options or {})
+        for key in self.options:
+            if key not in self.option_keys:
+                takes = ", ".join(self.option_keys) if self.option_keys else "no options"
+                raise ValueError(f"--placement-opt {key}: placement {self.name!r} takes {takes}")
+
+    def clone(self) -> Placer:
+        """A fresh placer of the same kind, seed and options."""
+        return type(self)(seed=self.seed, options=self.options)
 
     @abstractmethod
     def place(self, state: ClusterState, pool: int, demand: Demand) -> Placement | None:
@@ -79,3 +96,17 @@ def place_fraction(state: ClusterState, pool: int, demand: Demand) -> Placement 
             if fits_node(state, node, demand, 1):
                 return ((node, whole_gpus(state, node, 1)),)
     return None
+
+
+def fragmented(state: ClusterState, pool: int, demand: Demand) -> bool:
+    """Whether the up nodes of ``pool`` of the job's GPU type have as many wholly free GPUs as
+    a whole-GPU ``demand`` asks in total (so only their layout keeps it from starting)."""
+    if demand.gpus == 0 or demand.milli < WHOLE:
+        return False
+    free = 0
+    for node in state.pool_nodes[pool]:
+        if state.node_up[node] and state.node_matches(node, demand):
+            free += state.free_whole[node]
+            if free >= demand.gpus:
+                return True
+    return False

@@ -35,20 +35,35 @@ def best_fit_node(
     return -1
 
 
+def fits_one_node(state: ClusterState, pool: int, demand: Demand) -> bool:
+    """Whether a job of ``demand`` runs on one node: CPU-only, a share of one GPU, or no more
+    GPUs than the largest node of its type in ``pool`` has."""
+    return (
+        demand.gpus == 0
+        or demand.milli < WHOLE
+        or demand.gpus <= state.max_node_gpus(pool, demand.gpu_type)
+    )
+
+
+def place_on_one_node(state: ClusterState, pool: int, demand: Demand) -> Placement | None:
+    """Consolidate's placement of a job that :func:`fits_one_node`: best fit on CPUs, on a
+    partly used GPU, or on the node with the fewest free GPUs that holds it; None if no node
+    has room now."""
+    if demand.gpus == 0:
+        return place_cpu_only(state, pool, demand)
+    if demand.milli < WHOLE:
+        return place_fraction(state, pool, demand)
+    node = best_fit_node(state, pool, demand, demand.gpus)
+    return None if node < 0 else ((node, whole_gpus(state, node, demand.gpus)),)
+
+
 class Consolidate(Placer):
     name = "consolidate"
     description = "best fit on one node; whole nodes plus one best-fit node beyond (Helios)"
 
     def place(self, state: ClusterState, pool: int, demand: Demand) -> Placement | None:
-        if demand.gpus == 0:
-            return place_cpu_only(state, pool, demand)
-        if demand.milli < WHOLE:
-            return place_fraction(state, pool, demand)
-        if demand.gpus <= state.max_node_gpus(pool, demand.gpu_type):
-            node = best_fit_node(state, pool, demand, demand.gpus)
-            if node < 0:
-                return None
-            return ((node, whole_gpus(state, node, demand.gpus)),)
+        if fits_one_node(state, pool, demand):
+            return place_on_one_node(state, pool, demand)
         return self._multi_node(state, pool, demand)
 
     def _multi_node(self, state: ClusterState, pool: int, demand: Demand) -> Placement | None:

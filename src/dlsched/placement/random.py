@@ -4,6 +4,7 @@ for a job larger than any node, a random order of nodes filled until the job is 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
 from dlsched.placement.base import Placer, fits_node, place_cpu_only, place_fraction, whole_gpus
@@ -13,8 +14,8 @@ class RandomPlacer(Placer):
     name = "random"
     description = "a random node that fits (seeded); random nodes filled for larger jobs"
 
-    def __init__(self, seed: int = 0) -> None:
-        super().__init__(seed)
+    def __init__(self, seed: int = 0, options: Mapping[str, str] | None = None) -> None:
+        super().__init__(seed, options)
         self._rng = random.Random(seed)
 
     def place(self, state: ClusterState, pool: int, demand: Demand) -> Placement | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 
 from dlsched.placement.base import Placer
@@ -14,6 +15,7 @@ def placers() -> dict[str, type[Placer]]:
     return discover("dlsched.placement", Placer, "dlsched.placers")  # type: ignore[type-abstract]
 
 
-def create_placer(name: str, seed: int = 0) -> Placer:
-    """A placer instance; seeded placers receive ``seed``."""
-    return lookup(placers(), name, "placement")(seed=seed)
+def create_placer(name: str, seed: int = 0, options: Mapping[str, str] | None = None) -> Placer:
+    """A placer instance; seeded placers receive ``seed``. ``options`` not known to the placer
+    raise ``ValueError`` naming the first."""
+    return lookup(placers(), name, "placement")(seed=seed, options=options)

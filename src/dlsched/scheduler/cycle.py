@@ -32,7 +32,7 @@ from heapq import heapify, heappop, heappush
 from operator import itemgetter
 
 from dlsched.cluster.state import ClusterState, Demand, OverCommitError
-from dlsched.placement.base import Placer
+from dlsched.placement.base import Placer, fragmented
 from dlsched.policy.base import Key, Policy
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan, Start
 from dlsched.scheduler.view import JobView
@@ -90,6 +90,9 @@ class Scheduler:
         self.foreign_gpus = [0.0] * state.num_pools
         self._placeable: dict[tuple[int, Demand], bool] = {}
         self._empty: ClusterState | None = None
+        # Jobs (by seq) that waited with enough free GPUs in their pool for a topology-aware
+        # placer that found no placement: None when the placer models no topology.
+        self.fragmented: set[int] | None = set() if placer.topology_aware else None
 
     @property
     def interval(self) -> float | None:
@@ -100,7 +103,16 @@ class Scheduler:
         if job.kind in self.kind_placers:
             return self.kind_placers[job.kind](state, pool, job)
         placement = self.placer.place(state, pool, job.demand)
-        return None if placement is None else Start(job, placement)
+        if placement is None:
+            self._note_unplaced(state, pool, job)
+            return None
+        return Start(job, placement)
+
+    def _note_unplaced(self, state: ClusterState, pool: int, job: JobView) -> None:
+        """Count ``job`` as fragmented if the placer models topology and the pool has its GPUs
+        free in total (the placer found no placement satisfying the topology)."""
+        if self.fragmented is not None and fragmented(state, pool, job.demand):
+            self.fragmented.add(job.seq)
 
     def never_fits(self, pool: int, demand: Demand) -> str | None:
         """Why a job of ``demand`` can never run in ``pool``, or None if it can: the cluster's
@@ -113,7 +125,7 @@ class Scheduler:
         if key not in self._placeable:
             if self._empty is None:
                 self._empty = ClusterState(self.state.spec, self.state.use_partitions)
-            probe = type(self.placer)(seed=self.placer.seed)
+            probe = self.placer.clone()
             self._placeable[key] = probe.place(self._empty, pool, demand) is not None
         if self._placeable[key]:
             return None
@@ -222,6 +234,8 @@ class Scheduler:
                     placement = place(state, pool, d)
                     start = None if placement is None else Start(job, placement)
                 if start is None or placement is None:
+                    if not job.kind:
+                        self._note_unplaced(state, pool, job)
                     break
                 heappop(heap)
                 starts.append(start)
@@ -258,6 +272,8 @@ class Scheduler:
                     else:
                         placement = place(state, pool, d)
                         start = None if placement is None else Start(job, placement)
+                        if start is None:
+                            self._note_unplaced(state, pool, job)
                 if start is None:
                     skipped.append(entry)
                     continue

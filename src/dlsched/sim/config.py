@@ -134,12 +134,17 @@ class SimConfig:
     declared stuck (an error naming the policy). ``queues``: Kueue manifests (a YAML file or a
     directory of them) whose admission stage runs before the policies (None: every job goes
     straight to its policy); ``queue_map``: the TOML file mapping trace VCs/users to their
-    LocalQueues (None: one LocalQueue per VC, named after it)."""
+    LocalQueues (None: one LocalQueue per VC, named after it). ``placement_options``: the
+    placer's text options (``topology``: ``required``/``preferred`` = node, rack or block).
+    ``comm_model``: None (rigid jobs run their trace duration wherever placed) or ``"tiers"``
+    (:mod:`dlsched.perf.comm`: slower when spread over nodes, racks, blocks)."""
 
     policy: str = "fifo"
     policy_options: dict[str, str] = field(default_factory=dict)
     kind_policies: dict[str, str] = field(default_factory=dict)
     placement: str = "consolidate"
+    placement_options: dict[str, str] = field(default_factory=dict)
+    comm_model: str | None = None
     estimator: str | None = None
     seed: int = 0
     use_partitions: bool = True

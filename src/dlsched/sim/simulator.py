@@ -30,9 +30,11 @@ import pyarrow as pa
 
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, OverCommitError, Placement
+from dlsched.cluster.topology import TIER_NAMES, placement_tier
 from dlsched.metrics.jobs import JobRecords
 from dlsched.metrics.summary import baseline_comparison, makespan_window, summarize
 from dlsched.metrics.timeline import TimelineRecorder
+from dlsched.perf.comm import TierComm, check_comm_model
 from dlsched.perf.duration.base import DurationEstimator
 from dlsched.perf.duration.registry import create_estimator, estimators
 from dlsched.perf.elastic_progress import ElasticModel, new_state
@@ -134,7 +136,13 @@ class Simulator:
             cluster = with_task_resources(cluster)
         self.cluster = cluster
         self.state = ClusterState(cluster, config.use_partitions)
-        self.placer = create_placer(config.placement, config.seed)
+        self.placer = create_placer(config.placement, config.seed, config.placement_options)
+        check_comm_model(config.comm_model)
+        self.comm = None if config.comm_model is None else TierComm(self.state)
+        # Rigid starts by tier (node, rack, block, cluster) when a topology is modelled.
+        self.tier_starts: list[int] | None = (
+            [0] * len(TIER_NAMES) if self.comm is not None or self.placer.topology_aware else None
+        )
         self.models: list[ProgressModel | None] = [ReplayModel(), None, None]
         elastic = None
         if ELASTIC in present:
@@ -258,6 +266,9 @@ class Simulator:
         self._gpus: list[int] = t.column("num_gpus").to_pylist()
         self._duration: list[float | None] = t.column("duration").to_pylist()
         self._work: list[float | None] = t.column("work").to_pylist()
+        self._applications: list[str | None] = (
+            t.column("application").to_pylist() if self.comm is not None else []
+        )
         self._work_unit: list[str | None] = t.column("work_unit").to_pylist()
         self._milli: list[int | None] = t.column("gpu_milli").to_pylist()
         self._cpus: list[float | None] = t.column("num_cpus").to_pylist()
@@ -342,6 +353,7 @@ class Simulator:
                 self.restart[ELASTIC].first_start_s,
             )
         )
+        summary.update(self._topology_summary())
         if self.admission is None:
             summary.update(no_tenants())
         else:
@@ -366,6 +378,21 @@ class Simulator:
             self.power.transitions,
             sorted(self._outages + outages),
         )
+
+    def _topology_summary(self) -> dict[str, Any]:
+        """``fragmented_jobs``: jobs that waited with enough free GPUs in their pool because
+        no placement satisfied the topology (null unless the placer is topology-aware);
+        ``starts_by_tier``: rigid starts by the tier their placement spans and ``comm_model``
+        (null when neither a topology-aware placer nor a comm model is on)."""
+        fragmented: set[int] | None = getattr(self.groups[0].scheduler, "fragmented", None)
+        starts = self.tier_starts
+        return {
+            "fragmented_jobs": None if fragmented is None else len(fragmented),
+            "starts_by_tier": (
+                None if starts is None else dict(zip(TIER_NAMES, starts, strict=True))
+            ),
+            "comm_model": self.config.comm_model,
+        }
 
     # ---- arrivals ------------------------------------------------------------------------
     def _on_arrival(self, _: Any) -> None:
@@ -855,9 +882,17 @@ class Simulator:
             model.begin(job, now)
             self._schedule_boundary(job)
             return
+        job.boundary = job.work
+        if self.tier_starts is not None:
+            self.tier_starts[placement_tier(self.state, placement)] += 1
+        if self.comm is not None:
+            job.rate = rate = self.comm.rate(placement, self._applications[job.row])
+            self.engine.schedule(
+                start + (job.work - done) / rate, P_FINISH, self._on_finish, (job, job.epoch)
+            )
+            return
         # A rigid job: the replay model's rate 1 to its finish, inline on the hot path.
         job.rate = 1.0
-        job.boundary = job.work
         self.engine.schedule(start + job.work - done, P_FINISH, self._on_finish, (job, job.epoch))
 
     def _begin(self, job: SimJob, now: float) -> None:
