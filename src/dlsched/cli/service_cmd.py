@@ -86,6 +86,13 @@ def serve(
     token_file: Annotated[
         Path | None, typer.Option(help="Bearer token file (default <db>.token; made 0600).")
     ] = None,
+    tokens: Annotated[
+        Path | None,
+        typer.Option(
+            help="Tenants' token file (TOML, mode 0600: admin_token and [tenants.NAME] token, "
+            "queues); replaces --token-file. Tenants see and cancel only their own jobs."
+        ),
+    ] = None,
     work_dir: Annotated[
         Path | None, typer.Option(help="Jobs' working directories (default <db>.jobs/).")
     ] = None,
@@ -124,6 +131,8 @@ def serve(
     require("dlsched serve", "service")
     with user_errors():
         single(policy, "--policy", "a service runs one policy")
+        if tokens is not None and token_file is not None:
+            raise ValueError("--token-file and --tokens: give one (--tokens holds the admin token)")
         require_components([("--policy", policy), ("--backend", backend)])
         if db.startswith(("postgresql://", "postgres://")):
             require("--db postgresql://...", "postgres")
@@ -142,6 +151,7 @@ def serve(
             host=host,
             port=port,
             token_file=token_file,
+            tokens_file=tokens,
             work_dir=work_dir,
             round_s=round_s,
             grace_s=grace,

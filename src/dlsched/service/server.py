@@ -24,6 +24,7 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.service.api.app import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.api.auth import load_or_create_token
 from dlsched.service.api.guard import DEFAULT_ALLOWED_HOSTS, Guard
+from dlsched.service.api.tenants import read_tokens
 from dlsched.service.control.controller import (
     DEFAULT_GRACE_S,
     DEFAULT_LEASE_S,
@@ -52,7 +53,9 @@ class ServiceConfig:
     store (None: kept in ``<work_dir>/service-id``, see :mod:`dlsched.service.store.service_id`);
     ``lease_s`` how long its jobs stay its own after it stops renewing its lease;
     ``allowed_hosts`` the ``Host`` names the API answers besides the loopback ones and ``host``
-    itself (``*``: any; see :mod:`dlsched.service.api.guard`)."""
+    itself (``*``: any; see :mod:`dlsched.service.api.guard`); ``tokens_file`` the tenants'
+    token file (None: the single token of ``token_file``; see
+    :mod:`dlsched.service.api.tenants`)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -71,6 +74,7 @@ class ServiceConfig:
     service_id: str | None = None
     lease_s: float = DEFAULT_LEASE_S
     allowed_hosts: tuple[str, ...] = ()
+    tokens_file: Path | None = None
 
     @property
     def api_hosts(self) -> tuple[str, ...]:
@@ -92,6 +96,7 @@ class ServiceConfig:
         return dataclasses.replace(
             self,
             db=db,
+            tokens_file=None if self.tokens_file is None else base / self.tokens_file,
             token_file=base / self.token_path,
             work_dir=base / self.jobs_root,
         )
@@ -142,7 +147,10 @@ class Service:
         target = config.store_target
         if isinstance(target, SqliteTarget):
             _private_dir(target.path.parent, "--db")
-        self.token = load_or_create_token(config.token_path)
+        tokens = None if config.tokens_file is None else read_tokens(config.tokens_file)
+        self.token = (
+            tokens.admin_token if tokens is not None else load_or_create_token(config.token_path)
+        )
         self.store = Store(target)
         backend: Backend | None = None
         try:
@@ -178,7 +186,7 @@ class Service:
         self.loop = ControlLoop(self.controller, config.round_s, config.poll_s)
         self.app: Guard = create_app(
             ServiceContext(
-                self.store, self.controller, self.loop.poke, clock, self.token, policy.name
+                self.store, self.controller, self.loop.poke, clock, self.token, policy.name, tokens
             ),
             DASHBOARD_DIR,
             allowed_hosts=config.api_hosts,
@@ -254,7 +262,7 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
     try:
         service.start()
         announce(f"dlsched service at http://{host}:{port}/")
-        announce(f"token file: {config.token_path}")
+        announce(f"token file: {config.tokens_file or config.token_path}")
         announce(
             f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
             f"store {service.store.label}, service id {service.service_id}"
