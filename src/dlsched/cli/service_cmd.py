@@ -93,6 +93,13 @@ def serve(
             "queues); replaces --token-file. Tenants see and cancel only their own jobs."
         ),
     ] = None,
+    queues: Annotated[
+        str | None,
+        typer.Option(
+            help="Kueue manifests (YAML file, directory or bundled name, as simulate --queues): "
+            "jobs are admitted against their queue's quota before the policy sees them."
+        ),
+    ] = None,
     work_dir: Annotated[
         Path | None, typer.Option(help="Jobs' working directories (default <db>.jobs/).")
     ] = None,
@@ -136,6 +143,8 @@ def serve(
         require_components([("--policy", policy), ("--backend", backend)])
         if db.startswith(("postgresql://", "postgres://")):
             require("--db postgresql://...", "postgres")
+        if queues is not None:
+            require("--queues", "tenancy")
     from dlsched.service.server import PortInUse, ServiceConfig
     from dlsched.service.server import serve as run_service
 
@@ -152,6 +161,7 @@ def serve(
             port=port,
             token_file=token_file,
             tokens_file=tokens,
+            queues=queues,
             work_dir=work_dir,
             round_s=round_s,
             grace_s=grace,

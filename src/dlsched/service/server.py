@@ -32,6 +32,7 @@ from dlsched.service.control.controller import (
     check_placement,
 )
 from dlsched.service.control.elastic_setup import build_controller, create_service_policy
+from dlsched.service.control.live_admission import LiveAdmission
 from dlsched.service.control.loop import ControlLoop
 from dlsched.service.store.database import Store, StoreError
 from dlsched.service.store.service_id import resolve_service_id
@@ -55,7 +56,9 @@ class ServiceConfig:
     ``allowed_hosts`` the ``Host`` names the API answers besides the loopback ones and ``host``
     itself (``*``: any; see :mod:`dlsched.service.api.guard`); ``tokens_file`` the tenants'
     token file (None: the single token of ``token_file``; see
-    :mod:`dlsched.service.api.tenants`)."""
+    :mod:`dlsched.service.api.tenants`); ``queues`` Kueue manifests (a file, directory or
+    bundled name, as ``simulate --queues``) whose quotas admit jobs before the policy sees
+    them (None: no queues; see :mod:`dlsched.service.control.live_admission`)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -75,6 +78,7 @@ class ServiceConfig:
     lease_s: float = DEFAULT_LEASE_S
     allowed_hosts: tuple[str, ...] = ()
     tokens_file: Path | None = None
+    queues: str | None = None
 
     @property
     def api_hosts(self) -> tuple[str, ...]:
@@ -148,6 +152,9 @@ class Service:
         if isinstance(target, SqliteTarget):
             _private_dir(target.path.parent, "--db")
         tokens = None if config.tokens_file is None else read_tokens(config.tokens_file)
+        admission = None if config.queues is None else LiveAdmission(config.queues, spec)
+        if admission is not None and tokens is not None:
+            admission.check_queues(tokens.tenant_queues(), str(config.tokens_file))
         self.token = (
             tokens.admin_token if tokens is not None else load_or_create_token(config.token_path)
         )
@@ -176,6 +183,7 @@ class Service:
                 round_s=config.round_s,
                 service_id=self.service_id,
                 lease_s=config.lease_s,
+                admission=admission,
             )
         except BaseException:
             if backend is not None:

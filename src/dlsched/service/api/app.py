@@ -2,7 +2,8 @@
 
 Endpoints (JSON; OpenAPI at ``/openapi.json``, rendered offline at ``/docs/``):
 ``GET /jobs?state=&user=``, ``GET /jobs/{id}``, ``GET /jobs/{id}/events``, ``POST /jobs`` (201),
-``DELETE /jobs/{id}`` (202; 409 if already finished), ``GET /cluster``, ``GET /metrics``; every
+``DELETE /jobs/{id}`` (202; 409 if already finished), ``GET /cluster``, ``GET /metrics`` (with
+``--queues`` also each ClusterQueue's GPU quota, use and borrowing under ``queues``); every
 ``GET`` answers ``HEAD`` too.
 Mutations need ``Authorization: Bearer <token>`` (see :mod:`dlsched.service.api.guard`). With
 tenants (:mod:`dlsched.service.api.tenants`) every ``/jobs`` request needs a token; a tenant
@@ -64,26 +65,28 @@ def sender(request: Request) -> Principal:
     return found if isinstance(found, Principal) else ADMIN
 
 
-def queue_for(principal: Principal, queue: str | None, tenanted: bool) -> str | None:
-    """The queue a submission by ``principal`` goes to; HTTPException 403 for a queue not the
-    tenant's, 422 when it names none and the tenant has several, or names one on a service
-    without tenants (which has no queues to honour it)."""
-    if not tenanted:
+def queue_for(principal: Principal, queue: str | None, tenanted: bool, queued: bool) -> str | None:
+    """The queue a submission by ``principal`` goes to, on a service with tenants
+    (``tenanted``) and/or Kueue queues (``queued``); HTTPException 403 for a queue not the
+    tenant's, 422 when it names none and needs one (queues, or a tenant with several), or names
+    one on a service with neither (which could not honour it)."""
+    if not (tenanted or queued):
         if queue is not None:
-            raise HTTPException(422, "queue: this service has no queues (dlsched serve --tokens)")
+            raise HTTPException(422, "queue: this service has no queues (dlsched serve --queues)")
         return None
-    if principal.admin:
-        return queue
-    if queue is None:
-        if len(principal.queues) == 1:
-            return next(iter(principal.queues))
-        raise HTTPException(
-            422,
-            f"queue: required; tenant {principal.tenant} may submit to "
-            + (", ".join(sorted(principal.queues)) or "no queue"),
-        )
-    if queue not in principal.queues:
-        raise HTTPException(403, f"tenant {principal.tenant} may not submit to queue {queue}")
+    if not principal.admin:
+        if queue is None and len(principal.queues) == 1:
+            queue = next(iter(principal.queues))
+        elif queue is None:
+            raise HTTPException(
+                422,
+                f"queue: required; tenant {principal.tenant} may submit to "
+                + (", ".join(sorted(principal.queues)) or "no queue"),
+            )
+        elif queue not in principal.queues:
+            raise HTTPException(403, f"tenant {principal.tenant} may not submit to queue {queue}")
+    if queue is None and queued:
+        raise HTTPException(422, "queue: required (this service admits jobs through its queues)")
     return queue
 
 
@@ -182,7 +185,8 @@ def create_app(
     @app.post("/jobs", status_code=201, summary="Submit a job")
     def submit(body: JobSubmission, request: Request) -> dict[str, Any]:
         principal = sender(request)
-        queue = queue_for(principal, body.queue, ctx.accepted.tenanted)
+        queued = controller.admission is not None
+        queue = queue_for(principal, body.queue, ctx.accepted.tenanted, queued)
         elastic = body.elastic_spec()
         reason = controller.submission_problem(body.gpus, elastic)
         if reason is not None:
@@ -233,6 +237,8 @@ def create_app(
     def metrics() -> dict[str, Any]:
         out: dict[str, Any] = {"counts": store.counts()}
         out.update(controller.metrics.snapshot())
+        if controller.admission is not None:
+            out["queues"] = controller.admission.usage()
         return out
 
     if dashboard is not None and dashboard.is_dir():
