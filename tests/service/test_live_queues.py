@@ -3,6 +3,7 @@ admission stage) before the policy sees them; fake back end, real store and cont
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,48 @@ def test_serve_refuses_bad_queues_with_exit_2(tmp_path: Path) -> None:
     )
     assert r.exit_code == 2 and "tenants.team-b.queues: 'qb' is no LocalQueue" in r.output
     assert not (tmp_path / "s.db").exists()
+
+
+def test_dlsched_submit_queue_against_a_real_server(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli.main import app
+    from dlsched.service.server import ServiceConfig
+    from tests.service.helpers import serving
+
+    manifests = write(tmp_path / "queues.yaml", documents({"a": {"gpu": 2}}))
+    config = ServiceConfig(
+        backend="fake", db=tmp_path / "state.db", queues=str(manifests), round_s=0.2, poll_s=0.05
+    )
+    runner = CliRunner()
+    with serving(config) as (url, service):
+        opts = ["--url", url, "--token-file", str(config.token_path)]
+        for name in ("a1", "a2"):
+            r = runner.invoke(
+                app,
+                [
+                    "submit",
+                    "--gpus",
+                    "2",
+                    "--name",
+                    name,
+                    "--queue",
+                    "a",
+                    "--expected-duration",
+                    "900",
+                    *opts,
+                    "--",
+                    "x",
+                ],
+            )
+            assert r.exit_code == 0, r.output
+        r = runner.invoke(app, ["submit", "--gpus", "2", *opts, "--", "x"])
+        assert r.exit_code != 0 and "queue: required" in r.output
+        deadline = time.monotonic() + 30
+        while service.store.get(1).state != "RUNNING" and time.monotonic() < deadline:  # type: ignore[union-attr]
+            time.sleep(0.05)
+        rows = {row.name: row for row in service.store.jobs()}
+    assert {n: (r.state, r.queue) for n, r in rows.items()} == {
+        "a1": ("RUNNING", "a"),
+        "a2": ("PENDING", "a"),
+    }

@@ -194,6 +194,10 @@ def submit(
     max_gpus: Annotated[
         int | None, typer.Option(help="Elastic: the most GPUs it may get (default --gpus).")
     ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option(help="The LocalQueue to submit to (a service with --queues or --tokens)."),
+    ] = None,
     url: UrlOpt = None,
     token_file: TokenOpt = None,
 ) -> None:
@@ -217,6 +221,8 @@ def submit(
         body["application"] = application
     if max_gpus is not None:
         body["max_gpus"] = max_gpus
+    if queue is not None:
+        body["queue"] = queue
     require("dlsched submit", "service")
     with _client(url, token_file) as client:
         job = client.submit(body)
