@@ -26,19 +26,25 @@ DURATION_S = 100.0
 
 
 class Live:
+    """A controller with admission over a real store and the fake back end, on 2x4."""
+
     def __init__(self, tmp: Path, queues: dict[str, dict[str, Any]], policy: str = "fifo"):
         self.clock = Clock()
         self.store = Store(tmp / "state.db")
         self.backend = FakeBackend(self.clock)
+        self.manifests = write(tmp / "queues.yaml", documents(queues))
+        self.ctl = self.controller(policy)
+
+    def controller(self, policy: str = "fifo") -> Controller:
+        """A new controller on this store and back end (a service started again)."""
         cluster = resolve_cluster("2x4")
-        manifests = write(tmp / "queues.yaml", documents(queues))
-        self.ctl = Controller(
+        return Controller(
             self.store,
             self.backend,
             cluster,
             create_policy(policy),
             clock=self.clock,
-            admission=LiveAdmission(str(manifests), cluster),
+            admission=LiveAdmission(str(self.manifests), cluster),
         )
 
     def submit(self, name: str, queue: str | None, gpus: int = 2) -> int:
@@ -131,22 +137,12 @@ def test_a_restarted_service_charges_running_jobs_to_their_queue(tmp_path: Path)
     live = Live(tmp_path, {"a": {"gpu": 2}})
     live.submit("a1", "a")
     live.ctl.step()
-    again = Live.__new__(Live)
-    again.clock, again.store, again.backend = live.clock, live.store, live.backend
-    cluster = resolve_cluster("2x4")
-    again.ctl = Controller(
-        live.store,
-        live.backend,
-        cluster,
-        create_policy("fifo"),
-        clock=live.clock,
-        admission=LiveAdmission(str(tmp_path / "queues.yaml"), cluster),
-    )
-    again.ctl.recover()
-    again.submit("a2", "a")
-    again.ctl.step()
-    assert again.states() == {"a1": "RUNNING", "a2": "PENDING"}
-    assert again.usage()["a"] == (2.0, 2.0, 0.0, 1)
+    live.ctl = live.controller()
+    live.ctl.recover()
+    live.submit("a2", "a")
+    live.ctl.step()
+    assert live.states() == {"a1": "RUNNING", "a2": "PENDING"}
+    assert live.usage()["a"] == (2.0, 2.0, 0.0, 1)
 
 
 def test_the_api_requires_a_queue_and_shows_queue_usage(tmp_path: Path) -> None:
