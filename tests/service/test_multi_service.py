@@ -17,7 +17,7 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
 from dlsched.service.control.controller import Controller
 from dlsched.service.control.elastic_book import AttemptSize, ElasticBook
-from dlsched.service.store.database import Store
+from dlsched.service.store.database import SCHEMA_VERSION, Store
 from dlsched.service.store.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
 from dlsched.service.store.service_id import SERVICE_ID_FILE, check_service_id, resolve_service_id
 from tests.service.helpers import Clock, run_beside
@@ -215,6 +215,8 @@ def test_an_upgraded_store_gives_running_jobs_to_its_instance(db_url: str) -> No
         db_url,
         [
             ("ALTER TABLE jobs DROP COLUMN owner", ()),
+            ("ALTER TABLE jobs DROP COLUMN tenant", ()),
+            ("ALTER TABLE jobs DROP COLUMN queue", ()),
             ("DROP TABLE elastic_attempts", ()),
             (
                 "CREATE TABLE elastic_attempts (seq INTEGER NOT NULL, attempt INTEGER NOT NULL, "
@@ -226,13 +228,13 @@ def test_an_upgraded_store_gives_running_jobs_to_its_instance(db_url: str) -> No
         ],
     )
     store = Store(db_url)
-    assert store.schema_version == 2
+    assert store.schema_version == SCHEMA_VERSION
     row = store.get(seq)
     assert row is not None and row.owner == instance and row.state == RUNNING
     assert ElasticBook(store).attempt(seq, 1, row.owner) == AttemptSize(2, 64)
     store.close()
     again = Store(db_url)
-    assert again.schema_version == 2
+    assert again.schema_version == SCHEMA_VERSION
     again.close()
 
 

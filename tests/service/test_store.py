@@ -92,7 +92,9 @@ def test_submit_is_stored_with_its_event_and_survives_reopening(backend: Db) -> 
     assert again.get(row.seq) == row
     assert again.instance == instance
     assert again.schema_version == SCHEMA_VERSION
-    assert again.events(row.seq) == [(10.0, "submitted", {"gpus": 2, "user": "alice"})]
+    assert again.events(row.seq) == [
+        (10.0, "submitted", {"gpus": 2, "user": "alice", "tenant": "admin"})
+    ]
     again.close()
 
 

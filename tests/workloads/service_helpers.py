@@ -62,8 +62,12 @@ class Service:
 
 
 @contextmanager
-def running_service(tmp_path: Path, backend: str, cluster: str, policy: str) -> Iterator[Service]:
-    """Start ``dlsched serve`` with its store in ``tmp_path`` on a free port; stop it after."""
+def running_service(
+    tmp_path: Path, backend: str, cluster: str, policy: str, *extra: str
+) -> Iterator[Service]:
+    """Start ``dlsched serve`` (with options ``extra`` too) with its store in ``tmp_path`` on a
+    free port; stop it after."""
     args = ["--backend", backend, "--cluster", cluster, "--policy", policy, "--round", "0.5"]
+    args += extra
     with LiveService(tmp_path, args) as live:
         yield Service(live, live.jobs_root / "jobs")

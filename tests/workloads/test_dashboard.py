@@ -130,6 +130,7 @@ def test_dashboard_shows_what_the_api_reports(service: Service, tmp_path: Path) 
                 assert int(page.get_attribute(f"{chart} svg", "data-points") or 0) > 0
                 assert page.locator(f"{chart} path.line").count() == 1
             assert errors == []
+            assert not page.is_visible("#queues-section")  # no --queues, no queue panel
 
             # It refreshes itself: a job cancelled now moves from the queue to the finished.
             gone = waiting[-1]
@@ -145,3 +146,40 @@ def test_dashboard_shows_what_the_api_reports(service: Service, tmp_path: Path) 
         finally:
             browser.close()
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+
+
+def test_dashboard_shows_queue_usage_against_quota(tmp_path: Path) -> None:
+    from tests.tenancy.kueue_manifests import documents, write
+
+    manifests = write(
+        tmp_path / "queues.yaml",
+        documents({"a": {"gpu": 2, "cohort": "pool"}, "b": {"gpu": 4, "cohort": "pool"}}),
+    )
+    with running_service(tmp_path, "fake", "2x4", "fifo", "--queues", str(manifests)) as service:
+        for name in ("a1", "a2"):
+            body = {"name": name, "gpus": 2, "command": ["sleep", "900"], "queue": "a"}
+            body["expected_duration_s"] = 900
+            service.send("POST", "/jobs", body)
+        service.wait(lambda js: [j["state"] for j in js] == ["RUNNING", "RUNNING"])
+        with sync_api.sync_playwright() as p:
+            browser = launch(p)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                page.set_default_timeout(60_000)
+                page.goto(service.url + "/?refresh=500")
+                page.wait_for_selector('#queues tr[data-queue="a"]')
+                page.wait_for_function(
+                    "document.querySelector('#queues tr[data-queue=\"a\"]').dataset.borrowing"
+                    " === 'true'"
+                )
+                rows = page.eval_on_selector_all(
+                    "#queues tbody tr",
+                    "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))",
+                )
+                assert page.is_visible("#queues-section")
+            finally:
+                browser.close()
+    queues = {r[0]: r for r in rows}
+    # a uses 4 GPUs on a nominal quota of 2, borrowing 2 from b's idle quota.
+    assert queues["a"] == ["a", "pool", "4 / 2", "100%", "2", "0"]
+    assert queues["b"] == ["b", "pool", "0 / 4", "0%", "0", "0"]

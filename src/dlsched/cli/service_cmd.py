@@ -86,6 +86,20 @@ def serve(
     token_file: Annotated[
         Path | None, typer.Option(help="Bearer token file (default <db>.token; made 0600).")
     ] = None,
+    tokens: Annotated[
+        Path | None,
+        typer.Option(
+            help="Tenants' token file (TOML, mode 0600: admin_token and [tenants.NAME] token, "
+            "queues); replaces --token-file. Tenants see and cancel only their own jobs."
+        ),
+    ] = None,
+    queues: Annotated[
+        str | None,
+        typer.Option(
+            help="Kueue manifests (YAML file, directory or bundled name, as simulate --queues): "
+            "jobs are admitted against their queue's quota before the policy sees them."
+        ),
+    ] = None,
     work_dir: Annotated[
         Path | None, typer.Option(help="Jobs' working directories (default <db>.jobs/).")
     ] = None,
@@ -124,9 +138,13 @@ def serve(
     require("dlsched serve", "service")
     with user_errors():
         single(policy, "--policy", "a service runs one policy")
+        if tokens is not None and token_file is not None:
+            raise ValueError("--token-file and --tokens: give one (--tokens holds the admin token)")
         require_components([("--policy", policy), ("--backend", backend)])
         if db.startswith(("postgresql://", "postgres://")):
             require("--db postgresql://...", "postgres")
+        if queues is not None:
+            require("--queues", "tenancy")
     from dlsched.service.server import PortInUse, ServiceConfig
     from dlsched.service.server import serve as run_service
 
@@ -142,6 +160,8 @@ def serve(
             host=host,
             port=port,
             token_file=token_file,
+            tokens_file=tokens,
+            queues=queues,
             work_dir=work_dir,
             round_s=round_s,
             grace_s=grace,
@@ -174,6 +194,10 @@ def submit(
     max_gpus: Annotated[
         int | None, typer.Option(help="Elastic: the most GPUs it may get (default --gpus).")
     ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option(help="The LocalQueue to submit to (a service with --queues or --tokens)."),
+    ] = None,
     url: UrlOpt = None,
     token_file: TokenOpt = None,
 ) -> None:
@@ -197,6 +221,8 @@ def submit(
         body["application"] = application
     if max_gpus is not None:
         body["max_gpus"] = max_gpus
+    if queue is not None:
+        body["queue"] = queue
     require("dlsched submit", "service")
     with _client(url, token_file) as client:
         job = client.submit(body)

@@ -24,6 +24,7 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.service.api.app import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.api.auth import load_or_create_token
 from dlsched.service.api.guard import DEFAULT_ALLOWED_HOSTS, Guard
+from dlsched.service.api.tenants import read_tokens
 from dlsched.service.control.controller import (
     DEFAULT_GRACE_S,
     DEFAULT_LEASE_S,
@@ -31,6 +32,7 @@ from dlsched.service.control.controller import (
     check_placement,
 )
 from dlsched.service.control.elastic_setup import build_controller, create_service_policy
+from dlsched.service.control.live_admission import LiveAdmission
 from dlsched.service.control.loop import ControlLoop
 from dlsched.service.store.database import Store, StoreError
 from dlsched.service.store.service_id import resolve_service_id
@@ -52,7 +54,11 @@ class ServiceConfig:
     store (None: kept in ``<work_dir>/service-id``, see :mod:`dlsched.service.store.service_id`);
     ``lease_s`` how long its jobs stay its own after it stops renewing its lease;
     ``allowed_hosts`` the ``Host`` names the API answers besides the loopback ones and ``host``
-    itself (``*``: any; see :mod:`dlsched.service.api.guard`)."""
+    itself (``*``: any; see :mod:`dlsched.service.api.guard`); ``tokens_file`` the tenants'
+    token file (None: the single token of ``token_file``; see
+    :mod:`dlsched.service.api.tenants`); ``queues`` Kueue manifests (a file, directory or
+    bundled name, as ``simulate --queues``) whose quotas admit jobs before the policy sees
+    them (None: no queues; see :mod:`dlsched.service.control.live_admission`)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -71,6 +77,8 @@ class ServiceConfig:
     service_id: str | None = None
     lease_s: float = DEFAULT_LEASE_S
     allowed_hosts: tuple[str, ...] = ()
+    tokens_file: Path | None = None
+    queues: str | None = None
 
     @property
     def api_hosts(self) -> tuple[str, ...]:
@@ -92,6 +100,7 @@ class ServiceConfig:
         return dataclasses.replace(
             self,
             db=db,
+            tokens_file=None if self.tokens_file is None else base / self.tokens_file,
             token_file=base / self.token_path,
             work_dir=base / self.jobs_root,
         )
@@ -142,7 +151,13 @@ class Service:
         target = config.store_target
         if isinstance(target, SqliteTarget):
             _private_dir(target.path.parent, "--db")
-        self.token = load_or_create_token(config.token_path)
+        tokens = None if config.tokens_file is None else read_tokens(config.tokens_file)
+        admission = None if config.queues is None else LiveAdmission(config.queues, spec)
+        if admission is not None and tokens is not None:
+            admission.check_queues(tokens.tenant_queues(), str(config.tokens_file))
+        self.token = (
+            tokens.admin_token if tokens is not None else load_or_create_token(config.token_path)
+        )
         self.store = Store(target)
         backend: Backend | None = None
         try:
@@ -168,6 +183,7 @@ class Service:
                 round_s=config.round_s,
                 service_id=self.service_id,
                 lease_s=config.lease_s,
+                admission=admission,
             )
         except BaseException:
             if backend is not None:
@@ -178,7 +194,7 @@ class Service:
         self.loop = ControlLoop(self.controller, config.round_s, config.poll_s)
         self.app: Guard = create_app(
             ServiceContext(
-                self.store, self.controller, self.loop.poke, clock, self.token, policy.name
+                self.store, self.controller, self.loop.poke, clock, self.token, policy.name, tokens
             ),
             DASHBOARD_DIR,
             allowed_hosts=config.api_hosts,
@@ -254,7 +270,7 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
     try:
         service.start()
         announce(f"dlsched service at http://{host}:{port}/")
-        announce(f"token file: {config.token_path}")
+        announce(f"token file: {config.tokens_file or config.token_path}")
         announce(
             f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
             f"store {service.store.label}, service id {service.service_id}"

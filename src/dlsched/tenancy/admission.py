@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from typing import Any, NamedTuple
 
 from dlsched.cluster.spec import gpu_type_matches
@@ -301,10 +301,28 @@ class Admission:
                 out.append(Admitted(wl, tuple(targets)))
         return out
 
+    def withdraw(self, wl: Workload) -> bool:
+        """``wl`` leaves without being admitted (its job was cancelled while it waited);
+        False if it was not waiting."""
+        heap = self.pending[wl.cq].get(wl.shape, [])
+        at = next((i for i, entry in enumerate(heap) if entry[3] is wl), None)
+        if at is None:
+            return False
+        heap[at] = heap[-1]
+        heap.pop()
+        heapify(heap)
+        self._dirty.add(wl.cq)
+        self._left(wl, heap)
+        return True
+
     def _pop(self, wl: Workload) -> None:
         heap = self.pending[wl.cq][wl.shape]
         assert heap[0][3] is wl
         heappop(heap)
+        self._left(wl, heap)
+
+    def _left(self, wl: Workload, heap: list[Any]) -> None:
+        """Bookkeeping after ``wl`` left its ``heap`` of pending workloads."""
         if not heap:
             del self.pending[wl.cq][wl.shape]
         self.pending_count[wl.cq] -= 1

@@ -103,6 +103,46 @@ class AdmissionStage:
         cq = self.row_cq[row]
         if cq < 0:
             return self.unmapped[cq]
+        return self._enter(job, cq, self.row_priority[row], demand, now)
+
+    def arrive_in(self, job: Any, queue_ref: str, demand: Any, now: float) -> str | None:
+        """``job`` waits for admission in LocalQueue ``queue_ref`` (``namespace/name``, or a
+        name one namespace has), at the default priority, as :meth:`arrive` (a job of the live
+        service, which names its queue itself); or the reason it can never be admitted."""
+        cq = self.cluster_queue(queue_ref)
+        if isinstance(cq, str):
+            return cq
+        return self._enter(job, cq, self.tenancy.priority(None), demand, now)
+
+    def adopt(self, job: Any, queue_ref: str, demand: Any, now: float) -> bool:
+        """Charge ``job``, found already running (a restarted service), to LocalQueue
+        ``queue_ref`` at once; False (nothing charged) if its quota has no room for it."""
+        reason = self.arrive_in(job, queue_ref, demand, now)
+        if reason is not None:
+            return False
+        wl = self._workloads[job]
+        self.admission.withdraw(wl)
+        if self.admission.admit_now(wl, now):
+            self._note(wl.cq, now)
+            return True
+        del self._workloads[job]
+        return False
+
+    def withdraw(self, job: Any) -> None:
+        """A waiting ``job`` leaves without being admitted (cancelled)."""
+        wl = self._workloads.pop(job, None)
+        if wl is not None:
+            self.admission.withdraw(wl)
+
+    def cluster_queue(self, queue_ref: str) -> int | str:
+        """The ClusterQueue index LocalQueue ``queue_ref`` feeds, or why there is none."""
+        try:
+            lq = self.tenancy.local_queue(queue_ref)
+        except TenancyError as exc:
+            return str(exc)
+        return self.admission.quota.index[lq.cluster_queue]
+
+    def _enter(self, job: Any, cq: int, priority: int, demand: Any, now: float) -> str | None:
         requests = self._requests.get(demand)
         if requests is None:
             asked = {GPU: float(demand.gpus), CPU: demand.cpus, MEMORY: demand.memory_mib}
@@ -110,9 +150,7 @@ class AdmissionStage:
             requests[PODS] = 1.0
             self._requests[demand] = requests
         self._seq += 1
-        wl = Workload(
-            job, cq, self.row_priority[row], now, self._seq, requests, demand.gpu_type, shape=demand
-        )
+        wl = Workload(job, cq, priority, now, self._seq, requests, demand.gpu_type, shape=demand)
         key = (cq, demand)
         if key in self._never:
             reason = self._never[key]
@@ -162,13 +200,20 @@ class AdmissionStage:
         return out
 
     # ---- what the run reports ----------------------------------------------------------------
-    def _note(self, cq: int, now: float) -> None:
+    def gpu_usage(self, cq: int) -> tuple[float, float, float]:
+        """ClusterQueue ``cq``'s GPUs now: (nominal quota, in use by its admitted jobs, of
+        those borrowed beyond its nominal quota)."""
         quota = self.admission.quota
-        used = sum(quota.usage[cq].get(fr, 0.0) for fr in self._gpu_frs[cq])
+        frs = self._gpu_frs[cq]
+        nominal = sum(quota.nominal[cq].get(fr, 0.0) for fr in frs)
+        used = sum(quota.usage[cq].get(fr, 0.0) for fr in frs)
         borrowed = sum(
-            max(0.0, quota.usage[cq].get(fr, 0.0) - quota.nominal[cq].get(fr, 0.0))
-            for fr in self._gpu_frs[cq]
+            max(0.0, quota.usage[cq].get(fr, 0.0) - quota.nominal[cq].get(fr, 0.0)) for fr in frs
         )
+        return nominal, used, borrowed
+
+    def _note(self, cq: int, now: float) -> None:
+        _, used, borrowed = self.gpu_usage(cq)
         if used != self._used[cq] or borrowed != self._borrowed[cq]:
             self._integrate(cq, now)
             self._used[cq], self._borrowed[cq] = used, borrowed
@@ -185,10 +230,9 @@ class AdmissionStage:
         for cq in range(len(self.names)):
             self._integrate(cq, end)
         span = end - (self._start if self._start is not None else end)
-        quota = self.admission.quota
         out: dict[str, dict[str, Any]] = {}
         for cq, name in enumerate(self.names):
-            nominal = sum(quota.nominal[cq].get(fr, 0.0) for fr in self._gpu_frs[cq])
+            nominal = self.gpu_usage(cq)[0]
             out[name] = {
                 "cohort": self.tenancy.cluster_queues[name].cohort,
                 "nominal_gpus": nominal,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import os
 import secrets
 import stat
@@ -15,16 +14,21 @@ class TokenFileError(ValueError):
     """The token file exists but cannot be used safely; the message names it."""
 
 
+def check_private(path: Path) -> None:
+    """:class:`TokenFileError` unless only its owner may read or write file ``path``."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise TokenFileError(
+            f"{path}: token file has mode {mode:o}; expected 600 (chmod 600 {path})"
+        )
+
+
 def load_or_create_token(path: Path) -> str:
     """The token stored at ``path``; a new random one (written with mode 0600, atomically)
     when the file does not exist. Refuses a file that others may read or that is empty."""
     path = Path(path)
     if path.exists():
-        mode = stat.S_IMODE(path.stat().st_mode)
-        if mode & 0o077:
-            raise TokenFileError(
-                f"{path}: token file has mode {mode:o}; expected 600 (chmod 600 {path})"
-            )
+        check_private(path)
         token = path.read_text(encoding="utf-8").strip()
         if not token:
             raise TokenFileError(f"{path}: token file is empty")
@@ -40,13 +44,3 @@ def load_or_create_token(path: Path) -> str:
     except OSError as exc:
         raise TokenFileError(f"{path}: cannot write the token file: {exc.strerror}") from None
     return token
-
-
-def bearer_matches(header: str | None, token: str) -> bool:
-    """Whether an ``Authorization`` header carries ``Bearer <token>`` (constant-time check)."""
-    if not header:
-        return False
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(given.strip().encode(), token.encode())

@@ -1,5 +1,5 @@
-"""An ASGI layer in front of the API: a ``Host`` check, a bearer-token check for mutations,
-then a body size limit.
+"""An ASGI layer in front of the API: a ``Host`` check, a bearer-token check, then a body size
+limit.
 
 It runs before any routing or body parsing. A request whose ``Host`` header names no allowed
 host is answered 421 (a page on another site that rebinds its DNS name to this machine's
@@ -7,7 +7,9 @@ address would otherwise read every job's command line through ``GET /jobs``); th
 names are the loopback ones by default (:data:`DEFAULT_ALLOWED_HOSTS`) and ``*`` allows any.
 An unauthenticated mutation is answered 401 whatever its body, and a body over the limit
 (declared or streamed) is answered 413 without being read past the limit. GET, HEAD and
-OPTIONS requests need no token.
+OPTIONS requests need no token, except under ``/jobs`` when the service has tenants
+(:mod:`dlsched.service.api.tenants`). The sender the token names is left in the request's
+scope under :data:`PRINCIPAL` for the endpoints.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from dlsched.service.api.auth import bearer_matches
+from dlsched.service.api.tenants import Principal, Tokens
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -29,6 +31,10 @@ DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "::1")
 """Host names a service answers by default: the loopback ones."""
 ANY_HOST = "*"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+PRINCIPAL = "dlsched.principal"
+"""The scope key holding the request's :class:`Principal` (absent for a read without token)."""
+TENANT_PATHS = ("/jobs",)
+"""Paths that, in a service with tenants, answer only requests with a known token."""
 
 
 async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
@@ -61,18 +67,19 @@ def host_name(header: bytes) -> str:
 
 class Guard:
     """Wraps ``app``: 421 for a ``Host`` not in ``allowed_hosts`` (``*``: any), 401 for a
-    mutation without ``Authorization: Bearer <token>``, 413 for a body over ``max_body`` bytes
-    (declared or streamed)."""
+    mutation (or, with tenants, any ``/jobs`` request) without ``Authorization: Bearer
+    <token>`` naming one of ``tokens``, 413 for a body over ``max_body`` bytes (declared or
+    streamed)."""
 
     def __init__(
         self,
         app: ASGIApp,
-        token: str,
+        tokens: Tokens,
         max_body: int = DEFAULT_MAX_BODY,
         allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS,
     ) -> None:
         self.app = app
-        self.token = token
+        self.tokens = tokens
         self.max_body = max_body
         self.allowed_hosts = frozenset(host_name(h.encode()) for h in allowed_hosts)
         self.any_host = ANY_HOST in allowed_hosts
@@ -92,17 +99,18 @@ class Guard:
                 [],
             )
             return
-        if scope["method"] not in SAFE_METHODS:
-            auth = headers.get(b"authorization", b"").decode("latin-1")
-            if not bearer_matches(auth, self.token):
-                await _reply(
-                    send,
-                    401,
-                    "authentication required: send 'Authorization: Bearer <token>' "
-                    "(the token is in the service's token file)",
-                    [(b"www-authenticate", b"Bearer")],
-                )
-                return
+        principal = self._principal(headers)
+        if principal is not None:
+            scope[PRINCIPAL] = principal
+        elif self._needs_token(scope):
+            await _reply(
+                send,
+                401,
+                "authentication required: send 'Authorization: Bearer <token>' "
+                "(the token is in the service's token file)",
+                [(b"www-authenticate", b"Bearer")],
+            )
+            return
         declared = headers.get(b"content-length")
         if declared is not None:
             if not declared.isdigit():
@@ -139,6 +147,18 @@ class Guard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    def _principal(self, headers: dict[bytes, bytes]) -> Principal | None:
+        auth = headers.get(b"authorization")
+        return None if auth is None else self.tokens.identify(auth.decode("latin-1"))
+
+    def _needs_token(self, scope: Scope) -> bool:
+        if scope["method"] not in SAFE_METHODS:
+            return True
+        path = str(scope.get("path", ""))
+        return self.tokens.tenanted and any(
+            path == p or path.startswith(p + "/") for p in TENANT_PATHS
+        )
 
     def _too_large(self) -> str:
         return f"request body too large: at most {self.max_body} bytes"

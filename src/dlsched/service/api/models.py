@@ -43,7 +43,8 @@ class JobSubmission(BaseModel):
     ``application`` (the profiled application whose performance model stands for it, e.g.
     ``cifar10``), ``batch_size`` (its per-GPU batch at ``gpus`` GPUs) and optionally
     ``max_gpus`` (default ``gpus``; the policy may give it up to that many). A rigid job gives
-    neither ``application`` nor ``max_gpus``."""
+    neither ``application`` nor ``max_gpus``. ``queue`` is the LocalQueue to submit to, for a
+    service with tenants (see :mod:`dlsched.service.api.tenants`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,6 +61,7 @@ class JobSubmission(BaseModel):
         str | None, Field(min_length=1, max_length=64), AfterValidator(_optional_text)
     ] = None
     max_gpus: Annotated[int | None, Field(strict=True, ge=1, le=1_000_000)] = None
+    queue: Annotated[str | None, Field(min_length=1, max_length=128, pattern=NAME_PATTERN)] = None
 
     @model_validator(mode="after")
     def _elastic_fields(self) -> JobSubmission:
@@ -84,7 +86,8 @@ class JobSubmission(BaseModel):
             return None
         return ElasticSpec(self.application, self.max_gpus or self.gpus, self.batch_size)
 
-    def to_new_job(self) -> NewJob:
+    def to_new_job(self, tenant: str | None = None, queue: str | None = None) -> NewJob:
+        """The job to store, submitted by ``tenant`` to ``queue``."""
         return NewJob(
             name=self.name,
             user=self.user,
@@ -92,4 +95,6 @@ class JobSubmission(BaseModel):
             command=tuple(self.command),
             batch_size=self.batch_size,
             expected_duration_s=self.expected_duration_s,
+            tenant=tenant,
+            queue=queue,
         )

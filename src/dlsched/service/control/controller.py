@@ -81,6 +81,7 @@ from dlsched.scheduler.plan import Plan
 from dlsched.service.control.elastic_book import ElasticSpec
 from dlsched.service.control.elastic_planning import ElasticPlanning
 from dlsched.service.control.estimates import DurationHistory
+from dlsched.service.control.live_admission import LiveAdmission
 from dlsched.service.control.live_job import LiveJob
 from dlsched.service.control.live_metrics import LiveMetrics
 from dlsched.service.control.planning import OrderingPlanning, Planning
@@ -149,8 +150,11 @@ class Controller:
         service_id: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
         interval_s: float | None = None,
+        admission: LiveAdmission | None = None,
     ) -> None:
         check_lease(lease_s)
+        self.admission = admission
+        """Kueue admission before the policy (``--queues``; None: every job goes to it)."""
         self.store = store
         self.service_id = store.instance if service_id is None else service_id
         """The owner this controller records on the attempts it starts."""
@@ -280,6 +284,8 @@ class Controller:
         else:
             self._rows.pop(seq, None)
             self._rid.pop(seq, None)
+            if self.admission is not None and state != _ELSEWHERE:
+                self.admission.leave(seq, self.clock())
             with self._lock:
                 self._reported.pop(seq, None)
             self._status.pop(seq, None)
@@ -304,7 +310,8 @@ class Controller:
                     sched.on_stopped(view, now)
             else:
                 view = self._views[seq] = self._view(row, None)
-                if sched is not None:
+                admitted = self._admitted(row, now)
+                if sched is not None and admitted:
                     sched.on_submitted(view, now)
             with self._lock:
                 self._waiting[seq] = view
@@ -319,6 +326,8 @@ class Controller:
             else:
                 self._views[seq] = self._view(row, placement)
                 self._sched = None
+                if was is None and self.admission is not None:
+                    self.admission.adopt(seq, row.queue, self._demand(row.gpus), now)
         elif (
             state == PREEMPTING
             and view is not None
@@ -344,13 +353,42 @@ class Controller:
         sched = self._sched = self.planning.scheduler()
         for view in self._views.values():
             if not view.running:
-                sched.on_submitted(view, now)
+                if self.admission is None or self.admission.admits(view.seq):
+                    sched.on_submitted(view, now)
             elif self.planning.preemptive:
                 # Running jobs are active jobs of a preemptive policy; a non-preemptive one
                 # only queues waiting jobs (its running counters are not used here).
                 sched.on_submitted(view, now)
                 sched.on_started(view)
         return sched
+
+    def _admitted(self, row: JobRow, now: float) -> bool:
+        """Whether waiting job ``row`` may go to the policy: always without admission;
+        with it, once admitted. A job that can never be admitted fails, with the reason."""
+        if self.admission is None:
+            return True
+        reason = self.admission.arrive(row.seq, row.queue, self._demand(row.gpus), now)
+        if reason is not None:
+            self.store.fail_pending(row.seq, now, reason)
+        return self.admission.admits(row.seq)
+
+    def _admit(self, now: float) -> None:
+        """Run admission before the policy's cycle: admitted jobs go to the scheduler; evicted
+        running jobs are stopped through a checkpoint (they wait for admission again once
+        stopped), evicted waiting ones leave the scheduler and wait for admission again."""
+        assert self.admission is not None
+        admitted, evicted = self.admission.run(now)
+        for seq in evicted:
+            if seq in self._held:
+                self._stop(seq, now)
+            else:
+                self.admission.requeue(seq)
+                self._sched = None
+        sched = self._sched
+        for seq in admitted:
+            view = self._views.get(seq)
+            if sched is not None and view is not None and not view.running:
+                sched.on_submitted(view, now)
 
     def _sync(self) -> None:
         """Re-read the jobs that changed since the last sync. A row the mirror cannot take
@@ -543,6 +581,8 @@ class Controller:
     def _cycle(self, now: float) -> None:
         began = perf_counter()
         self._exclude_unavailable_nodes()
+        if self.admission is not None:
+            self._admit(now)
         plan = self._scheduler(now).cycle(0, now)
         self.last_plan_ms = (perf_counter() - began) * 1000.0
         taken = self.apply(plan, now)
@@ -626,6 +666,8 @@ class Controller:
         """Waiting jobs' positions (1 = next) in the policy's order now."""
         with self._lock:
             waiting = list(self._waiting.values())
+        if self.admission is not None:
+            waiting = [v for v in waiting if self.admission.admits(v.seq)]
         now = self.clock()
         rank_key = self.planning.rank_key
         keyed = sorted(waiting, key=lambda v: rank_key(v, now))

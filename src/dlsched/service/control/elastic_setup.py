@@ -25,6 +25,7 @@ from dlsched.service.control.controller import (
     DEFAULT_PLACEMENT,
     Controller,
 )
+from dlsched.service.control.live_admission import LiveAdmission
 from dlsched.service.store.database import Store
 
 ELASTIC_PREFIX = "elastic:"
@@ -59,11 +60,19 @@ def build_controller(
     round_s: float | None = None,
     service_id: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
+    admission: LiveAdmission | None = None,
 ) -> Controller:
     """The controller that runs ``policy``: an elastic one deciding every ``round_s`` seconds
     (default: the policy's interval), an ordering one with the ``placement`` placer;
-    ``service_id`` (default: the store's instance id) owns the attempts it starts."""
+    ``service_id`` (default: the store's instance id) owns the attempts it starts;
+    ``admission`` admits jobs against queue quotas before the policy sees them (refused with an
+    elastic policy, which allocates beyond the requested sizes that quotas charge)."""
     elastic = isinstance(policy, ElasticPolicy)
+    if elastic and admission is not None:
+        raise ValueError(
+            f"--queues: policy {policy.name!r} allocates GPUs beyond what jobs ask, which quotas "
+            "cannot charge; with queues use an ordering policy (fifo, sjf, srtf, qssf, tiresias)"
+        )
     return Controller(
         store,
         backend,
@@ -75,4 +84,5 @@ def build_controller(
         service_id=service_id,
         lease_s=lease_s,
         interval_s=round_s if elastic else None,
+        admission=admission,
     )

@@ -14,7 +14,11 @@ Contracts (both databases; :mod:`dlsched.service.store.dialect` holds what diffe
 - The schema carries a version (``meta.schema_version``); opening a store written by a newer
   version is refused with a clear error rather than guessed at; an older one is upgraded in
   place (version 1 → 2 adds attempt owners: its jobs holding GPUs are given to the store's
-  instance id, the id its single service ran under).
+  instance id, the id its single service ran under; 2 → 3 adds each job's tenant and queue,
+  null for the jobs already stored).
+- Every change a request makes (a submission, a cancellation) records in its event's detail
+  the tenant that asked (``tenant``: a tenant's name, or ``admin``; see
+  :mod:`dlsched.service.api.tenants`).
 - Several services may share one database. Each has an id; the attempt a service starts
   records it (``jobs.owner``), and only that service launches, adopts, stops or settles it.
   A service renews its lease (``services.heartbeat``, with its length ``services.lease_s``)
@@ -60,7 +64,7 @@ from dlsched.service.store.url import StoreTarget, parse_store_url
 
 __all__ = ["SCHEMA_VERSION", "Store", "StoreError", "StoreFullError"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _ELASTIC_ATTEMPTS = """CREATE TABLE IF NOT EXISTS elastic_attempts (
     seq BIGINT NOT NULL,
@@ -98,7 +102,9 @@ _TABLES = (
     exit_code INTEGER,
     reason TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    owner TEXT
+    owner TEXT,
+    tenant TEXT,
+    queue TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state)",
     """CREATE TABLE IF NOT EXISTS events (
@@ -124,7 +130,8 @@ _TABLES = (
 _COLUMNS = (
     'seq, name, "user", gpus, command, batch_size, expected_duration_s, state, submit_time, '
     "start_time, run_start, end_time, restarts, attempt, gpu_ids, pid, pid_start, "
-    "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested, owner"
+    "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested, owner, "
+    "tenant, queue"
 )
 
 _REQUEUE = (
@@ -168,6 +175,8 @@ def _row(r: tuple[Any, ...]) -> JobRow:
         reason=r[21],
         cancel_requested=bool(r[22]),
         owner=r[23],
+        tenant=r[24],
+        queue=r[25],
     )
 
 
@@ -211,8 +220,13 @@ class Store:
                     f"{self._db.label}: schema version {found[0]} is newer than this dlsched "
                     f"understands ({SCHEMA_VERSION}); upgrade dlsched"
                 )
-            elif int(found[0]) == 1:
-                self._upgrade_from_1(db)
+            elif int(found[0]) < SCHEMA_VERSION:
+                if int(found[0]) == 1:
+                    self._upgrade_from_1(db)
+                self._upgrade_from_2(db)
+                db.execute(
+                    "UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),)
+                )
 
     @staticmethod
     def _upgrade_from_1(db: Dialect) -> None:
@@ -233,7 +247,14 @@ class Store:
             f"UPDATE jobs SET owner={instance} WHERE state IN ({marks})",
             HOLDING,
         )
-        db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+    @staticmethod
+    def _upgrade_from_2(db: Dialect) -> None:
+        """Version 2 had no tenants: its jobs keep a null tenant and queue (the admin's)."""
+        have = db.columns("jobs")
+        for column in ("tenant", "queue"):
+            if column not in have:
+                db.execute(f"ALTER TABLE jobs ADD COLUMN {column} TEXT")
 
     @property
     def label(self) -> str:
@@ -302,15 +323,16 @@ class Store:
             r = self._db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE seq=?", (seq,)).fetchone()
         return None if r is None else _row(r)
 
-    def jobs(self, state: str | None = None, user: str | None = None) -> list[JobRow]:
-        """Jobs in submit order, optionally only those in ``state`` and/or of ``user``."""
+    def jobs(
+        self, state: str | None = None, user: str | None = None, tenant: str | None = None
+    ) -> list[JobRow]:
+        """Jobs in submit order, optionally only those in ``state``, of ``user`` and/or of
+        ``tenant``."""
         where, args = [], []
-        if state is not None:
-            where.append("state=?")
-            args.append(state)
-        if user is not None:
-            where.append('"user"=?')
-            args.append(user)
+        for column, value in (("state", state), ('"user"', user), ("tenant", tenant)):
+            if value is not None:
+                where.append(f"{column}=?")
+                args.append(value)
         sql = f"SELECT {_COLUMNS} FROM jobs"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -392,12 +414,14 @@ class Store:
             (seq, now, kind, json.dumps(detail, sort_keys=True)),
         )
 
-    def submit(self, job: NewJob, now: float) -> JobRow:
-        """Store a new PENDING job (one transaction, with its ``submitted`` event)."""
+    def submit(self, job: NewJob, now: float, by: str = "admin") -> JobRow:
+        """Store a new PENDING job (one transaction, with its ``submitted`` event, which
+        records ``by``, the tenant that asked)."""
         with self._tx() as db:
             seq = db.execute(
                 'INSERT INTO jobs (name, "user", gpus, command, batch_size, expected_duration_s, '
-                "state, submit_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                "state, submit_time, tenant, queue) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "RETURNING seq",
                 (
                     job.name,
                     job.user,
@@ -407,9 +431,14 @@ class Store:
                     job.expected_duration_s,
                     PENDING,
                     now,
+                    job.tenant,
+                    job.queue,
                 ),
             ).fetchone()[0]
-            self._event(db, seq, now, "submitted", {"gpus": job.gpus, "user": job.user})
+            detail: dict[str, Any] = {"gpus": job.gpus, "user": job.user, "tenant": by}
+            if job.queue is not None:
+                detail["queue"] = job.queue
+            self._event(db, seq, now, "submitted", detail)
         row = self.get(seq)
         assert row is not None
         return row
@@ -458,10 +487,11 @@ class Store:
             self._event(db, seq, now, "preempting", {"attempt": attempt})
         return True
 
-    def request_cancel(self, seq: int, now: float) -> JobRow | None:
+    def request_cancel(self, seq: int, now: float, by: str = "admin") -> JobRow | None:
         """Cancel: a pending job becomes CANCELLED at once; a running one is stopped first
-        (PREEMPTING with the cancel flag; CANCELLED when its process has exited). Returns the
-        updated row, or None if the job does not exist. A finished job is left unchanged."""
+        (PREEMPTING with the cancel flag; CANCELLED when its process has exited); the event
+        records ``by``, the tenant that asked. Returns the updated row, or None if the job does
+        not exist. A finished job is left unchanged."""
         with self._tx() as db:
             found = db.execute("SELECT state FROM jobs WHERE seq=?", (seq,)).fetchone()
             if found is None:
@@ -473,14 +503,14 @@ class Store:
                     (CANCELLED, now, "cancelled while pending", seq, PENDING),
                 )
                 if cur.rowcount == 1:
-                    self._event(db, seq, now, "cancelled", {})
+                    self._event(db, seq, now, "cancelled", {"tenant": by})
             elif state in HOLDING:
                 cur = db.execute(
                     "UPDATE jobs SET state=?, cancel_requested=1 WHERE seq=? AND state=?",
                     (PREEMPTING, seq, state),
                 )
                 if cur.rowcount == 1:
-                    self._event(db, seq, now, "cancel_requested", {})
+                    self._event(db, seq, now, "cancel_requested", {"tenant": by})
         return self.get(seq)
 
     def fail_pending(self, seq: int, now: float, reason: str) -> bool:

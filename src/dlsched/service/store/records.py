@@ -52,7 +52,9 @@ def seq_of(job_id: str) -> int | None:
 @dataclass(frozen=True, slots=True)
 class NewJob:
     """A validated submission. ``expected_duration_s`` is the submitter's run-time estimate
-    (optional; used by duration-aware policies and by the fake back end)."""
+    (optional; used by duration-aware policies and by the fake back end). ``tenant`` is the
+    tenant that submitted it (None: the admin, or a service without tenants); ``queue`` the
+    LocalQueue it was submitted to (None: none)."""
 
     name: str
     user: str
@@ -60,6 +62,8 @@ class NewJob:
     command: tuple[str, ...]
     batch_size: int | None = None
     expected_duration_s: float | None = None
+    tenant: str | None = None
+    queue: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,10 @@ class JobRow:
     cancel_requested: bool
     owner: str | None = None
     """The service whose attempt this is (None while pending)."""
+    tenant: str | None = None
+    """The tenant that submitted the job (None: the admin, or a service without tenants)."""
+    queue: str | None = None
+    """The LocalQueue the job was submitted to (None: none)."""
 
     @property
     def id(self) -> str:
@@ -122,6 +130,8 @@ class JobRow:
             "id": self.id,
             "name": self.name,
             "user": self.user,
+            "tenant": self.tenant,
+            "queue": self.queue,
             "state": self.state,
             "gpus": self.gpus_now,
             "gpus_requested": self.gpus,

@@ -72,12 +72,12 @@ function td(text, className) {
   return el("td", { className, text: text === null || text === undefined ? "–" : String(text) });
 }
 
-function progressCell(job) {
-  if (job.progress === null || job.progress === undefined) return td("–", "progress");
-  const pct = Math.min(100, Math.max(0, job.progress * 100));
+// A table cell with a bar filled to ``fraction`` (clamped to [0, 1]) and its percentage.
+function barCell(fraction, className) {
+  const pct = Math.min(100, Math.max(0, fraction * 100));
   return el(
     "td",
-    { className: "progress" },
+    { className },
     el(
       "div",
       { className: "bar", role: "progressbar", "aria-valuenow": pct.toFixed(0) },
@@ -85,6 +85,37 @@ function progressCell(job) {
     ),
     el("span", { className: "pct", text: `${pct.toFixed(0)}%` }),
   );
+}
+
+function progressCell(job) {
+  if (job.progress === null || job.progress === undefined) return td("–", "progress");
+  return barCell(job.progress, "progress");
+}
+
+// GPUs as the API gives them: whole numbers without decimals.
+function gpuCount(value) {
+  return Number.isInteger(value) ? String(value) : value.toFixed(1);
+}
+
+// Per-queue usage against nominal quota (present only when the service runs --queues). The
+// bar shows use beyond the nominal quota as 100%; the borrowed column says by how much.
+function renderQueues(queues) {
+  const section = document.getElementById("queues-section");
+  section.hidden = !queues;
+  if (!queues) return;
+  const rows = queues.map((q) =>
+    el(
+      "tr",
+      { "data-queue": q.name, "data-borrowing": String(q.borrowed_gpus > 0) },
+      td(q.name),
+      td(q.cohort),
+      td(`${gpuCount(q.used_gpus)} / ${gpuCount(q.nominal_gpus)}`, "num"),
+      barCell(q.nominal_gpus > 0 ? q.used_gpus / q.nominal_gpus : 0, "progress"),
+      td(gpuCount(q.borrowed_gpus), "num"),
+      td(q.waiting, "num"),
+    ),
+  );
+  document.querySelector("#queues tbody").replaceChildren(...rows);
 }
 
 function renderCounts(jobs, metrics) {
@@ -208,6 +239,7 @@ function render(jobs, cluster, metrics) {
   const byId = new Map(jobs.map((j) => [j.id, j]));
   renderCounts(jobs, metrics);
   renderCluster(cluster, byId);
+  renderQueues(metrics.queues);
 
   const running = jobs
     .filter((j) => HOLDING.has(j.state))

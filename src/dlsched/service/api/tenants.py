@@ -1,0 +1,150 @@
+"""Who a request comes from: the service's bearer tokens and the tenant each one names.
+
+Without a token file the service has one token (:mod:`dlsched.service.api.auth`), which acts as
+the admin: mutations need it, reads need nothing. With a token file (``dlsched serve --tokens``)
+every ``/jobs`` request needs a token; a tenant's token sees and cancels only that tenant's
+jobs and submits only to its own queues, the admin token sees everything. The file is TOML,
+readable by its owner only (mode 0600)::
+
+    admin_token = "..."
+
+    [tenants.team-a]
+    token = "..."
+    queues = ["team-a"]      # LocalQueue names this tenant may submit to
+
+Every known token is compared with the one presented, each in constant time
+(:func:`hmac.compare_digest`), so neither a token's prefix nor its position leaks through
+timing.
+"""
+
+from __future__ import annotations
+
+import hmac
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlsched.service.api.auth import TokenFileError, check_private
+
+MIN_TOKEN_CHARS = 16
+"""Shortest token a token file may hold (a short one could be guessed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The sender of a request: a tenant (``tenant`` its name, ``queues`` the LocalQueues it
+    may submit to) or the admin (``tenant`` None), who may do everything."""
+
+    tenant: str | None
+    queues: frozenset[str] = frozenset()
+
+    @property
+    def admin(self) -> bool:
+        return self.tenant is None
+
+    @property
+    def label(self) -> str:
+        """The name the event log records for this sender."""
+        return "admin" if self.tenant is None else self.tenant
+
+    def may_see(self, tenant: str | None) -> bool:
+        """Whether this sender may read or cancel a job of ``tenant``."""
+        return self.admin or tenant == self.tenant
+
+
+ADMIN = Principal(None)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The tokens a service accepts. ``tenanted`` is False for the single-token service (the
+    one token is the admin's and reads need none)."""
+
+    admin_token: str
+    tenants: tuple[tuple[str, Principal], ...] = ()
+    tenanted: bool = False
+
+    @classmethod
+    def single(cls, token: str) -> Tokens:
+        """The single-token service's tokens: ``token`` is the admin's."""
+        return cls(token)
+
+    def identify(self, header: str | None) -> Principal | None:
+        """The sender an ``Authorization: Bearer <token>`` header names; None if the header
+        is missing or malformed or the token unknown. Compares against every token."""
+        if not header:
+            return None
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        presented = given.strip().encode()
+        found: Principal | None = None
+        # No early exit: the time taken must not depend on which token matched.
+        if hmac.compare_digest(presented, self.admin_token.encode()):
+            found = ADMIN
+        for token, principal in self.tenants:
+            if hmac.compare_digest(presented, token.encode()) and found is None:
+                found = principal
+        return found
+
+    def tenant_queues(self) -> dict[str, frozenset[str]]:
+        """Each tenant's queues."""
+        return {p.label: p.queues for _, p in self.tenants}
+
+
+def _string(path: Path, where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise TokenFileError(f"{path}: {where}: expected a string, got {type(value).__name__}")
+    if len(value) < MIN_TOKEN_CHARS or value != value.strip():
+        raise TokenFileError(
+            f"{path}: {where}: expected a token of at least {MIN_TOKEN_CHARS} characters "
+            "without surrounding spaces"
+        )
+    return value
+
+
+def read_tokens(path: Path) -> Tokens:
+    """The tokens of token file ``path`` (module docstring). :class:`TokenFileError`, naming
+    the file and field, if it is missing, readable by others, not TOML, lacks ``admin_token``
+    or a tenant's ``token``/``queues``, has unknown keys, or gives one token twice."""
+    path = Path(path)
+    try:
+        check_private(path)
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TokenFileError(f"{path}: cannot read the token file: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TokenFileError(f"{path}: not a TOML token file: {exc}") from None
+    unknown = sorted(set(data) - {"admin_token", "tenants"})
+    if unknown:
+        raise TokenFileError(
+            f"{path}: unknown key {unknown[0]!r}; expected admin_token and [tenants.NAME]"
+        )
+    if "admin_token" not in data:
+        raise TokenFileError(f"{path}: admin_token: required")
+    admin = _string(path, "admin_token", data["admin_token"])
+    tenants = data.get("tenants", {})
+    if not isinstance(tenants, dict) or not tenants:
+        raise TokenFileError(f"{path}: tenants: expected at least one [tenants.NAME] table")
+    seen = {admin: "admin_token"}
+    entries: list[tuple[str, Principal]] = []
+    for name, table in tenants.items():
+        where = f"tenants.{name}"
+        if not isinstance(table, dict):
+            raise TokenFileError(f"{path}: {where}: expected a table with token and queues")
+        extra = sorted(set(table) - {"token", "queues"})
+        if extra:
+            raise TokenFileError(f"{path}: {where}.{extra[0]}: unknown key; expected token, queues")
+        for key in ("token", "queues"):
+            if key not in table:
+                raise TokenFileError(f"{path}: {where}.{key}: required")
+        token = _string(path, f"{where}.token", table["token"])
+        if token in seen:
+            raise TokenFileError(f"{path}: {where}.token: the same token as {seen[token]}")
+        seen[token] = f"{where}.token"
+        queues = table["queues"]
+        if not isinstance(queues, list) or not all(isinstance(q, str) and q for q in queues):
+            raise TokenFileError(f"{path}: {where}.queues: expected a list of queue names")
+        entries.append((token, Principal(name, frozenset(queues))))
+    return Tokens(admin, tuple(entries), tenanted=True)
