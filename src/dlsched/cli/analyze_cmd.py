@@ -13,6 +13,11 @@ from dlsched.extras import require
 from dlsched.trace.read import read_trace
 from dlsched.trace.readers import FORMAT_NAMES
 
+# Per kind of run directory: what it is (in refusals), and what was found (in the result line).
+RUN_KINDS = {
+    "serving": ("a serving run directory", "serving run"),
+    "tenants": ("a job run directory", "job run with queues"),
+}
 FORMAT_HELP = f"Trace format ({', '.join(FORMAT_NAMES)}); default: detect from the header."
 
 
@@ -48,11 +53,9 @@ def analyze(
         given = one_trace(path, trace)
         serving_run = is_serving_run(given)
         job_run = is_job_run(given)
-    if serving_run:
-        _analyze_serving_run(given, out, trace_format, cluster, force)
-        return
-    if job_run:
-        _analyze_tenant_run(given, out, trace_format, cluster, force)
+    if serving_run or job_run:
+        kind = "serving" if serving_run else "tenants"
+        _analyze_run(given, out, kind, trace_format, cluster, force)
         return
     if trace_format in REQUEST_FORMAT_NAMES or (trace_format is None and is_request_file(given)):
         _analyze_requests(given, out, trace_format, skip_bad_rows, cluster, force)
@@ -114,28 +117,28 @@ def _analyze_requests(
     )
 
 
-def _analyze_serving_run(
-    run: str, out: Path, trace_format: str | None, cluster: str | None, force: bool
+def _analyze_run(
+    run: str,
+    out: Path,
+    kind: str,
+    trace_format: str | None,
+    cluster: str | None,
+    force: bool,
 ) -> None:
-    from dlsched.serving.run_report import SERVING_REPORT_DIR, write_serving_report
-
+    """The report of a run directory: ``kind`` ``serving`` (serve-sim) or ``tenants`` (a job
+    run with queues)."""
+    if kind == "serving":
+        from dlsched.serving.run_report import SERVING_REPORT_DIR as report_dir
+        from dlsched.serving.run_report import write_serving_report as write
+    else:
+        from dlsched.tenancy.run_report import TENANT_REPORT_DIR as report_dir
+        from dlsched.tenancy.run_report import write_tenant_report as write
+    what, done = RUN_KINDS[kind]
     with user_errors():
-        _refuse_trace_options("a serving run directory", trace_format, cluster)
-        SERVING_REPORT_DIR.check(out, force, inputs=[run])
-        write_serving_report(run, out, force)
-    typer.echo(f"{run}: serving run; wrote {out / 'index.html'}")
-
-
-def _analyze_tenant_run(
-    run: str, out: Path, trace_format: str | None, cluster: str | None, force: bool
-) -> None:
-    from dlsched.tenancy.run_report import TENANT_REPORT_DIR, write_tenant_report
-
-    with user_errors():
-        _refuse_trace_options("a job run directory", trace_format, cluster)
-        TENANT_REPORT_DIR.check(out, force, inputs=[run])
-        write_tenant_report(run, out, force)
-    typer.echo(f"{run}: job run with queues; wrote {out / 'index.html'}")
+        _refuse_trace_options(what, trace_format, cluster)
+        report_dir.check(out, force, inputs=[run])
+        write(run, out, force)
+    typer.echo(f"{run}: {done}; wrote {out / 'index.html'}")
 
 
 def _refuse_trace_options(what: str, trace_format: str | None, cluster: str | None) -> None:
