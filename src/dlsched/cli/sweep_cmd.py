@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import user_errors
-from dlsched.cli.options import ProgressOpt, seeds, split_list
+from dlsched.cli.options import ProgressOpt, QueueMapOpt, seeds, split_list
 from dlsched.cli.progress import job_progress
 from dlsched.extras import install_hint
 from dlsched.sweep.grid import Grid, load_grid
@@ -78,10 +78,7 @@ def sweep(
             "jobs through; the table adds tenant fairness."
         ),
     ] = None,
-    queue_map: Annotated[
-        Path | None,
-        typer.Option(help="With --queues: TOML mapping VCs/users to LocalQueues (default: by VC)."),
-    ] = None,
+    queue_map: QueueMapOpt = None,
     progress: ProgressOpt = True,
 ) -> None:
     """Run every cell of traces × clusters × policies × placements × seeds not already in OUT,
@@ -129,7 +126,7 @@ def sweep(
                 seeds=seeds(seed) or (0,),
                 estimator=estimator,
                 queues=None if queues is None else _absolute_if_path(queues),
-                queue_map=None if queue_map is None else str(queue_map.resolve()),
+                queue_map=None if queue_map is None else str(Path(queue_map).resolve()),
             )
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")
