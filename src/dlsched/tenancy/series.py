@@ -12,9 +12,9 @@ admissions and finishes, not with the span of the run. A run without queues has 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import groupby
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from dlsched.tenancy.stage import AdmissionStage
@@ -33,45 +33,46 @@ SCHEMA = pa.schema(
 
 def quota_series(stage: AdmissionStage, tenants: Mapping[str, Mapping[str, Any]]) -> pa.Table:
     """The time series of the module docstring for ``stage``'s run; ``tenants`` is the run's
-    per-queue summary (for each queue's ``nominal_gpus``)."""
+    per-queue summary (for each queue's ``nominal_gpus``). Rows are in time order, queues in
+    manifest order within a time."""
     names = stage.names
-    nominal = [float(tenants[name]["nominal_gpus"]) for name in names]
-    root = stage.admission.quota.root
-    trees: dict[int, list[int]] = {}
-    for cq in range(len(names)):
-        trees.setdefault(root[cq], []).append(cq)
-    used = [0.0] * len(names)
-    borrowed = [0.0] * len(names)
-    last: list[tuple[float, float, float] | None] = [None] * len(names)
-    rows: dict[str, list[Any]] = {field.name: [] for field in SCHEMA}
-
-    def emit(time: float, queues: list[int]) -> None:
-        lent = _lent(queues, used, borrowed, nominal)
-        for cq, given in zip(queues, lent, strict=True):
-            values = (used[cq], borrowed[cq], given)
-            if values == last[cq]:
-                continue
-            last[cq] = values
-            row = (time, names[cq], used[cq], nominal[cq], borrowed[cq], given)
-            for key, value in zip(SCHEMA.names, row, strict=True):
-                rows[key].append(value)
-
-    for time, changes in groupby(stage.changes, key=lambda change: change[0]):
-        touched: set[int] = set()
-        for _, cq, in_use, over in changes:
-            used[cq], borrowed[cq] = in_use, over
-            touched.add(root[cq])
-        # The first time gives every queue its first row; later ones only the changed trees.
-        for tree in sorted(touched) if rows["time"] else trees:
-            emit(time, trees[tree])
-    return pa.table(rows, schema=SCHEMA)
-
-
-def _lent(
-    queues: list[int], used: list[float], borrowed: list[float], nominal: list[float]
-) -> list[float]:
-    """Each queue's share of its tree's borrowing, by unused nominal quota."""
-    total = sum(borrowed[cq] for cq in queues)
-    unused = [max(0.0, nominal[cq] - (used[cq] - borrowed[cq])) for cq in queues]
-    spare = sum(unused)
-    return [total * u / spare if spare > 0 else 0.0 for u in unused]
+    n = len(names)
+    if not stage.changes:
+        return SCHEMA.empty_table()
+    change = np.array(stage.changes, dtype=[("t", "f8"), ("cq", "i8"), ("u", "f8"), ("b", "f8")])
+    times, step = np.unique(change["t"], return_inverse=True)
+    # The state after each time: the last change of each queue at that time, carried forward.
+    cell = step * n + change["cq"]
+    last = len(cell) - 1 - np.unique(cell[::-1], return_index=True)[1]
+    rows = len(times)
+    at = np.full((rows, n), -1, dtype=np.int64)
+    at[step[last], change["cq"][last]] = last
+    seen = np.where(at >= 0, np.arange(rows)[:, None], -1)
+    carried = np.maximum.accumulate(seen, axis=0)
+    source = np.where(carried >= 0, at[np.maximum(carried, 0), np.arange(n)], -1)
+    used = np.where(source >= 0, change["u"][source], 0.0)
+    borrowed = np.where(source >= 0, change["b"][source], 0.0)
+    nominal = np.array([float(tenants[name]["nominal_gpus"]) for name in names])
+    lent = np.zeros((rows, n))
+    root = np.array(stage.admission.quota.root[:n])
+    for tree in np.unique(root):
+        queues = np.flatnonzero(root == tree)
+        unused = np.maximum(0.0, nominal[queues] - (used[:, queues] - borrowed[:, queues]))
+        total = borrowed[:, queues].sum(axis=1, keepdims=True)
+        spare = unused.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lent[:, queues] = np.where(spare > 0, total * unused / spare, 0.0)
+    new = np.ones((rows, n), dtype=bool)
+    new[1:] = (used[1:] != used[:-1]) | (borrowed[1:] != borrowed[:-1]) | (lent[1:] != lent[:-1])
+    r, q = np.nonzero(new)
+    return pa.table(
+        {
+            "time": times[r],
+            "queue": pa.array(np.array(names, dtype=object)[q], pa.string()),
+            "used": used[r, q],
+            "nominal": nominal[q],
+            "borrowed": borrowed[r, q],
+            "lent": lent[r, q],
+        },
+        schema=SCHEMA,
+    )
