@@ -14,6 +14,7 @@ from dlsched.cli.main import app
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import simulate
 from dlsched.trace.bundled import bundled_trace_path
+from tests.tenancy.kueue_manifests import documents, write
 from tests.tenancy.test_admission_sim import CLUSTER, _config, _rigid
 
 
@@ -90,3 +91,26 @@ def test_no_series_without_queues(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert not (out / "tenants.parquet").exists()
+
+
+def test_lending_stays_within_each_cohort_tree(tmp_path: Path) -> None:
+    # a borrows b's idle 2 GPUs (same cohort); c, in no cohort, neither lends nor borrows.
+    docs = documents(
+        {"a": {"gpu": 2, "cohort": "pool"}, "b": {"gpu": 2, "cohort": "pool"}, "c": {"gpu": 4}}
+    )
+    config = SimConfig(use_partitions=False, queues=str(write(tmp_path / "q.yaml", docs)))
+    trace = _rigid([("a1", 0, 4, 100, "a"), ("c1", 0, 4, 50, "c")])
+    result = simulate(trace, CLUSTER, config)
+    assert result.tenants is not None
+    rows = [
+        (r["time"], r["queue"], r["used"], r["nominal"], r["borrowed"], r["lent"])
+        for r in result.tenants.to_pylist()
+    ]
+    assert rows == [
+        (0.0, "a", 4.0, 2.0, 2.0, 0.0),
+        (0.0, "b", 0.0, 2.0, 0.0, 2.0),
+        (0.0, "c", 4.0, 4.0, 0.0, 0.0),
+        (50.0, "c", 0.0, 4.0, 0.0, 0.0),
+        (100.0, "a", 0.0, 2.0, 0.0, 0.0),
+        (100.0, "b", 0.0, 2.0, 0.0, 0.0),
+    ]
