@@ -12,10 +12,18 @@ from typer.testing import CliRunner
 
 from dlsched.cli.main import app
 from dlsched.sim.config import SimConfig
-from dlsched.sim.simulator import simulate
+from dlsched.sim.simulator import RunResult, simulate
 from dlsched.trace.bundled import bundled_trace_path
 from tests.tenancy.kueue_manifests import documents, write
 from tests.tenancy.test_admission_sim import CLUSTER, _config, _rigid
+
+
+def _rows(result: RunResult) -> list[tuple[float, str, float, float, float, float]]:
+    assert result.tenants is not None
+    return [
+        (r["time"], r["queue"], r["used"], r["nominal"], r["borrowed"], r["lent"])
+        for r in result.tenants.to_pylist()
+    ]
 
 
 def test_borrow_reclaim_and_borrow_again_by_hand(tmp_path: Path) -> None:
@@ -23,11 +31,7 @@ def test_borrow_reclaim_and_borrow_again_by_hand(tmp_path: Path) -> None:
     # b borrows again until its job ends.
     trace = _rigid([("b1", 0, 8, 1000, "b"), ("a1", 10, 4, 100, "a")])
     result = simulate(trace, CLUSTER, _config(tmp_path))
-    assert result.tenants is not None
-    rows = [
-        (r["time"], r["queue"], r["used"], r["nominal"], r["borrowed"], r["lent"])
-        for r in result.tenants.to_pylist()
-    ]
+    rows = _rows(result)
     end = result.jobs.to_pylist()[0]["end_s"]
     assert rows == [
         (0.0, "a", 0.0, 4.0, 0.0, 4.0),
@@ -101,11 +105,7 @@ def test_lending_stays_within_each_cohort_tree(tmp_path: Path) -> None:
     config = SimConfig(use_partitions=False, queues=str(write(tmp_path / "q.yaml", docs)))
     trace = _rigid([("a1", 0, 4, 100, "a"), ("c1", 0, 4, 50, "c")])
     result = simulate(trace, CLUSTER, config)
-    assert result.tenants is not None
-    rows = [
-        (r["time"], r["queue"], r["used"], r["nominal"], r["borrowed"], r["lent"])
-        for r in result.tenants.to_pylist()
-    ]
+    rows = _rows(result)
     assert rows == [
         (0.0, "a", 4.0, 2.0, 2.0, 0.0),
         (0.0, "b", 0.0, 2.0, 0.0, 2.0),
