@@ -13,6 +13,11 @@ from dlsched.extras import require
 from dlsched.trace.read import read_trace
 from dlsched.trace.readers import FORMAT_NAMES
 
+# Per kind of run directory: what it is (in refusals), and what was found (in the result line).
+RUN_KINDS = {
+    "serving": ("a serving run directory", "serving run"),
+    "tenants": ("a job run directory", "job run with queues"),
+}
 FORMAT_HELP = f"Trace format ({', '.join(FORMAT_NAMES)}); default: detect from the header."
 
 
@@ -35,17 +40,22 @@ def analyze(
     demand, users, recurrence, VCs): writes index.html, PNG figures and stats.json to --out.
     Sections the trace lacks the fields for are marked as not available. An LLM request trace
     (Azure LLM, BurstGPT, Mooncake) gets its arrival rate over time and length distributions;
-    a serving run directory (serve-sim) gets latency CDFs, replicas and GPU use over time."""
+    a serving run directory (serve-sim) gets latency CDFs, replicas and GPU use over time; a
+    job run directory of a run with queues (simulate --queues) gets per-tenant GPUs held and
+    borrowed over time against nominal quota, and JCT and queueing per tenant."""
     require("dlsched analyze", "analysis")
     from dlsched.serving.readers import REQUEST_FORMAT_NAMES
     from dlsched.serving.readers.read import is_request_file
     from dlsched.serving.run_report import is_serving_run
+    from dlsched.tenancy.run_report import is_job_run
 
     with user_errors(BAD_ROWS_HINT):
         given = one_trace(path, trace)
         serving_run = is_serving_run(given)
-    if serving_run:
-        _analyze_serving_run(given, out, trace_format, cluster, force)
+        job_run = is_job_run(given)
+    if serving_run or job_run:
+        kind = "serving" if serving_run else "tenants"
+        _analyze_run(given, out, kind, trace_format, cluster, force)
         return
     if trace_format in REQUEST_FORMAT_NAMES or (trace_format is None and is_request_file(given)):
         _analyze_requests(given, out, trace_format, skip_bad_rows, cluster, force)
@@ -107,15 +117,32 @@ def _analyze_requests(
     )
 
 
-def _analyze_serving_run(
-    run: str, out: Path, trace_format: str | None, cluster: str | None, force: bool
+def _analyze_run(
+    run: str,
+    out: Path,
+    kind: str,
+    trace_format: str | None,
+    cluster: str | None,
+    force: bool,
 ) -> None:
-    from dlsched.serving.run_report import SERVING_REPORT_DIR, write_serving_report
-
+    """The report of a run directory: ``kind`` ``serving`` (serve-sim) or ``tenants`` (a job
+    run with queues)."""
+    if kind == "serving":
+        from dlsched.serving.run_report import SERVING_REPORT_DIR as report_dir
+        from dlsched.serving.run_report import write_serving_report as write
+    else:
+        from dlsched.tenancy.run_report import TENANT_REPORT_DIR as report_dir
+        from dlsched.tenancy.run_report import write_tenant_report as write
+    what, done = RUN_KINDS[kind]
     with user_errors():
-        for flag, value in (("--format", trace_format), ("--cluster", cluster)):
-            if value is not None:
-                raise ValueError(f"{flag} does not apply to a serving run directory")
-        SERVING_REPORT_DIR.check(out, force, inputs=[run])
-        write_serving_report(run, out, force)
-    typer.echo(f"{run}: serving run; wrote {out / 'index.html'}")
+        _refuse_trace_options(what, trace_format, cluster)
+        report_dir.check(out, force, inputs=[run])
+        write(run, out, force)
+    typer.echo(f"{run}: {done}; wrote {out / 'index.html'}")
+
+
+def _refuse_trace_options(what: str, trace_format: str | None, cluster: str | None) -> None:
+    """ValueError naming ``--format`` or ``--cluster`` when given for a run directory."""
+    for flag, value in (("--format", trace_format), ("--cluster", cluster)):
+        if value is not None:
+            raise ValueError(f"{flag} does not apply to {what}")

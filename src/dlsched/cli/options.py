@@ -18,6 +18,10 @@ ForceOpt = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
 ProgressOpt = Annotated[
     bool, typer.Option(help="Report progress (a bar on a terminal, else a line every 30 s).")
 ]
+QueueMapOpt = Annotated[
+    str | None,
+    typer.Option(help="With --queues: TOML mapping VCs/users to LocalQueues (default: by VC)."),
+]
 TRACE_HELP = "Trace file (any supported format, or Parquet)."
 TraceOpt = Annotated[str | None, typer.Option("--trace", help=TRACE_HELP)]
 TraceArg = Annotated[

@@ -13,6 +13,7 @@ from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import (
     ForceOpt,
     ProgressOpt,
+    QueueMapOpt,
     TraceOpt,
     parse_options,
     single,
@@ -186,10 +187,7 @@ def simulate(
         str | None,
         typer.Option(help="Kueue manifests (YAML file or directory): admission by quota first."),
     ] = None,
-    queue_map: Annotated[
-        str | None,
-        typer.Option(help="With --queues: TOML mapping VCs/users to LocalQueues (default: by VC)."),
-    ] = None,
+    queue_map: QueueMapOpt = None,
     progress: ProgressOpt = True,
     force: ForceOpt = False,
 ) -> None:

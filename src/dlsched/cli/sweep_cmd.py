@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import user_errors
-from dlsched.cli.options import ProgressOpt, seeds, split_list
+from dlsched.cli.options import ProgressOpt, QueueMapOpt, seeds, split_list
 from dlsched.cli.progress import job_progress
 from dlsched.extras import install_hint
 from dlsched.sweep.grid import Grid, load_grid
@@ -71,6 +71,14 @@ def sweep(
         ListOpt, typer.Option(help="With --requests: arrival-rate multipliers (1).")
     ] = None,
     replicas: Annotated[ListOpt, typer.Option(help="With --requests: replica counts (1).")] = None,
+    queues: Annotated[
+        str | None,
+        typer.Option(
+            help="Kueue manifests (YAML file, directory or bundled name) every cell admits "
+            "jobs through; the table adds tenant fairness."
+        ),
+    ] = None,
+    queue_map: QueueMapOpt = None,
     progress: ProgressOpt = True,
 ) -> None:
     """Run every cell of traces × clusters × policies × placements × seeds not already in OUT,
@@ -86,6 +94,8 @@ def sweep(
             "--placement": placement,
             "--estimator": estimator,
             "--ray-address": ray_address,
+            "--queues": queues,
+            "--queue-map": queue_map,
         }
         _sweep_serving(out, requests, serving, seed, job_only, workers)
         return
@@ -96,8 +106,11 @@ def sweep(
         for flag, value in (("--load-scale", load_scale), ("--replicas", replicas)):
             if value:
                 raise ValueError(f"{flag} needs --requests (a sweep of serving runs)")
+        if queue_map is not None and queues is None:
+            raise ValueError("--queue-map maps jobs to the LocalQueues of --queues; give --queues")
         if grid is not None:
-            given = {"--trace": trace, "--cluster": cluster, "--policy": policy}
+            given: dict[str, object] = {"--trace": trace, "--cluster": cluster}
+            given |= {"--policy": policy, "--queues": queues, "--queue-map": queue_map}
             if any(given.values()):
                 raise ValueError(
                     "--grid sets the axes; drop "
@@ -112,6 +125,8 @@ def sweep(
                 placements=_axis(placement, "--placement", ("consolidate",)),
                 seeds=seeds(seed) or (0,),
                 estimator=estimator,
+                queues=None if queues is None else _absolute_if_path(queues),
+                queue_map=None if queue_map is None else str(Path(queue_map).resolve()),
             )
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")
@@ -156,6 +171,12 @@ def _sweep_serving(
     typer.echo(f"ran {ran} cells, reused {len(grid.cells()) - ran}")
     typer.echo((out / "table.md").read_text(), nl=False)
     typer.echo(f"wrote {out}")
+
+
+def _absolute_if_path(text: str) -> str:
+    # A bundled manifest name stays a name; a path is made absolute so a resume from
+    # another directory finds the same grid.
+    return str(Path(text).resolve()) if Path(text).exists() else text
 
 
 def _split(axes: Mapping[str, ListOpt], flag: str) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""The run directory: ``jobs.parquet``, ``timeline.parquet``, ``config.json``, ``summary.json``.
+"""The run directory: ``jobs.parquet``, ``timeline.parquet``, ``config.json``, ``summary.json``
+and, for a run with queues, ``tenants.parquet`` (:mod:`dlsched.tenancy.series`).
 
 A run directory is written whole or not at all, and replaces an earlier run only when asked to
 (:mod:`dlsched.outdir` holds the rule every output follows).
@@ -22,7 +23,9 @@ class RunDirError(ValueError):
     """A directory is not a complete dlsched run, or may not be (re)placed by one."""
 
 
-RUN_DIR = DirKind("run directory", RUN_FILES, RunDirError)
+TENANTS_FILE = "tenants.parquet"
+
+RUN_DIR = DirKind("run directory", (*RUN_FILES, TENANTS_FILE), RunDirError)
 """Run directories as outputs: ``RUN_DIR.check(out, force)`` before a run."""
 
 
@@ -33,13 +36,17 @@ def write_run(
     summary: dict[str, Any],
     config: dict[str, Any],
     force: bool = False,
+    tenants: pa.Table | None = None,
 ) -> Path:
-    """Write a run directory atomically. An earlier run at ``out`` is replaced only with
-    ``force``, and nothing but a run ever is (:class:`RunDirError` otherwise)."""
+    """Write a run directory atomically (with ``tenants``: also ``tenants.parquet``). An
+    earlier run at ``out`` is replaced only with ``force``, and nothing but a run ever is
+    (:class:`RunDirError` otherwise)."""
 
     def fill(tmp: Path) -> None:
         pq.write_table(jobs, tmp / "jobs.parquet")
         pq.write_table(timeline, tmp / "timeline.parquet")
+        if tenants is not None:
+            pq.write_table(tenants, tmp / TENANTS_FILE)
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 

@@ -58,6 +58,7 @@ from dlsched.sim.power_states import NodePower
 from dlsched.sim.ps_adapter import why_never_runs
 from dlsched.sim.report import kind_summary
 from dlsched.tenancy.report import no_tenants, tenant_summary
+from dlsched.tenancy.series import quota_series
 from dlsched.tenancy.stage import AdmissionStage
 from dlsched.trace.schema import Trace
 
@@ -73,7 +74,8 @@ class RunResult:
     """Everything a run produced: per-job records, the sampled timeline and the summary; with
     ``record_segments``, every allocation interval, node power transition
     ``(time, node, state)`` (states of :mod:`dlsched.sim.power_states`) and node outage
-    ``(node, fail time, repair time)`` (inf while never repaired)."""
+    ``(node, fail time, repair time)`` (inf while never repaired); with queues, the quota
+    time series per ClusterQueue (:mod:`dlsched.tenancy.series`)."""
 
     jobs: pa.Table
     timeline: pa.Table
@@ -82,6 +84,7 @@ class RunResult:
     segments: list[Segment] | None = None
     power_transitions: list[tuple[float, int, int]] | None = None
     outages: list[tuple[int, float, float]] | None = None
+    tenants: pa.Table | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,11 +357,13 @@ class Simulator:
             )
         )
         summary.update(self._topology_summary())
+        tenants: pa.Table | None = None
         if self.admission is None:
             summary.update(no_tenants())
         else:
             total = float(sum(self.state.pool_total_gpus))
             summary.update(tenant_summary(jobs, self.admission, end, total))
+            tenants = quota_series(self.admission, summary["tenants"])
         if managed:
             summary.update(self.power.report(*makespan_window(jobs)))
             always_on = summary["energy_always_on_kwh"]
@@ -367,7 +372,7 @@ class Simulator:
                 summary["energy_saved_kwh"] / always_on if always_on else None
             )
         if self.segments is None:
-            return RunResult(jobs, timeline, summary, self.config)
+            return RunResult(jobs, timeline, summary, self.config, tenants=tenants)
         outages = [(n, t, math.inf) for n, t in self._down_since.items()]
         return RunResult(
             jobs,
@@ -377,6 +382,7 @@ class Simulator:
             self.segments,
             self.power.transitions,
             sorted(self._outages + outages),
+            tenants,
         )
 
     def _topology_summary(self) -> dict[str, Any]:

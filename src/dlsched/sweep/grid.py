@@ -9,6 +9,8 @@ A grid comes from command-line lists or from a TOML file::
     placements = ["consolidate"]     # optional, default consolidate
     seeds = [0, 1, 2]                # optional, default [0]
     estimator = "noisy-oracle"       # optional, for policies that need one
+    queues = "kueue.yaml"            # optional: Kueue manifests every cell admits through
+    queue_map = "queue-map.toml"     # optional, with queues: VCs/users to LocalQueues
     [grid.selection]                 # optional job selection applied to every trace
     gpu_only = true
 
@@ -39,6 +41,8 @@ GRID_KEYS = {
     "estimator",
     "selection",
     "trace_format",
+    "queues",
+    "queue_map",
 }
 
 
@@ -82,8 +86,12 @@ class Grid:
     estimator: str | None = None
     selection: Selection = field(default_factory=Selection)
     trace_format: str | None = None
+    queues: str | None = None
+    queue_map: str | None = None
 
     def __post_init__(self) -> None:
+        if self.queue_map is not None and self.queues is None:
+            raise GridError("grid field 'queue_map' maps jobs to the LocalQueues of 'queues'")
         for name in ("traces", "clusters", "policies", "placements", "seeds"):
             values = getattr(self, name)
             if not values:
@@ -118,7 +126,12 @@ class Grid:
         ordering = policies().get(cell.policy)
         estimator = self.estimator if ordering is not None and ordering.needs_estimate else None
         config = SimConfig(
-            policy=cell.policy, placement=cell.placement, seed=cell.seed, estimator=estimator
+            policy=cell.policy,
+            placement=cell.placement,
+            seed=cell.seed,
+            estimator=estimator,
+            queues=self.queues,
+            queue_map=self.queue_map,
         )
         return Experiment(
             str(Path(cell.trace).resolve()) if Path(cell.trace).exists() else cell.trace,
@@ -139,6 +152,8 @@ class Grid:
             "estimator": self.estimator,
             "selection": asdict(self.selection),
             "trace_format": self.trace_format,
+            "queues": self.queues,
+            "queue_map": self.queue_map,
         }
 
     @classmethod
@@ -154,6 +169,8 @@ class Grid:
             estimator=data.get("estimator"),
             selection=Selection(**selection),
             trace_format=data.get("trace_format"),
+            queues=data.get("queues"),
+            queue_map=data.get("queue_map"),
         )
 
 
@@ -207,6 +224,12 @@ def load_grid(path: str | Path) -> Grid:
     estimator = grid.get("estimator")
     if estimator is not None and not isinstance(estimator, str):
         raise GridError(f"{path}: [grid] estimator must be a string")
+    files: dict[str, str | None] = {}
+    for name in ("queues", "queue_map"):
+        value = grid.get(name)
+        if value is not None and not isinstance(value, str):
+            raise GridError(f"{path}: [grid] {name} must be a string (a file path)")
+        files[name] = None if value is None else str((path.parent / value).resolve())
     try:
         return Grid(
             traces=traces,
@@ -217,6 +240,8 @@ def load_grid(path: str | Path) -> Grid:
             estimator=estimator,
             selection=selection,
             trace_format=grid.get("trace_format"),
+            queues=files["queues"],
+            queue_map=files["queue_map"],
         )
     except GridError as exc:
         raise GridError(f"{path}: {exc}") from None

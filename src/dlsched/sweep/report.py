@@ -6,6 +6,11 @@ Metrics: average JCT, average queueing delay, GPU utilization and energy from ea
 ``summary.json``; fairness from its ``jobs.parquet`` as Jain's index of the finished jobs'
 slowdowns (JCT / run time): ``(Σx)² / (n·Σx²)``, 1 when every job is slowed down equally,
 toward ``1/n`` when a few jobs bear all the waiting.
+
+A sweep with queues (``--queues``) adds the tenant figures of each cell's ``summary.json``
+(:mod:`dlsched.tenancy.report`): Jain's index over the tenants' shares each divided by its fair
+share, and the largest deviation of a tenant's share from its fair share. results.csv always
+has their columns (empty without queues); the table and figures show them with queues only.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ METRICS = (
     ("fairness_jain", "fairness (Jain, slowdowns)"),
 )
 
+TENANT_METRICS = (
+    ("tenant_fairness_jain", "tenant fairness (Jain, shares)"),
+    ("tenant_fair_share_max_deviation", "max fair-share deviation"),
+)
+
 
 def jain_index(values: np.ndarray) -> float | None:
     """Jain's fairness index of positive values (None for none)."""
@@ -68,6 +78,8 @@ def cell_row(out: Path, cell: Cell) -> dict[str, Any]:
     }
     for key, _ in METRICS:
         row[key] = jain_index(slowdown) if key == "fairness_jain" else summary.get(key)
+    for key, _ in TENANT_METRICS:
+        row[key] = summary.get(key)
     return row
 
 
@@ -88,15 +100,17 @@ def write_report(out: Path) -> bool:
     full = Grid.from_dict(json.loads((out / "grid.json").read_text()))
     cells = [c for c in full.cells() if (cell_dir(out, c) / "summary.json").is_file()]
     rows = [cell_row(out, c) for c in cells]
-    fields = ["trace", "cluster", "policy", "placement", "seed", "jobs", *(k for k, _ in METRICS)]
+    metrics = (*METRICS, *TENANT_METRICS) if full.queues is not None else METRICS
+    fields = ["trace", "cluster", "policy", "placement", "seed", "jobs"]
+    fields += [k for k, _ in (*METRICS, *TENANT_METRICS)]
     write_file_atomic(out / "results.csv", csv_text(rows, fields))
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for cell, row in zip(cells, rows, strict=True):
         trace, cluster, policy, placement = cell.group
         groups[(Path(trace).name, cluster, policy, placement)].append(row)
     coordinates = ("trace", "cluster", "policy", "placement")
-    write_file_atomic(out / "table.md", markdown(groups, coordinates, METRICS))
-    return figures(out, groups, METRICS)
+    write_file_atomic(out / "table.md", markdown(groups, coordinates, metrics))
+    return figures(out, groups, metrics)
 
 
 def csv_text(rows: list[dict[str, Any]], fields: Sequence[str]) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.outdir import write_file_atomic
+from dlsched.policy.registry import policies
 from dlsched.runner import Experiment, check_extras, run_experiment
 from dlsched.sweep.grid import Cell, Grid, GridError, cell_dir
 from dlsched.sweep.report import write_report
@@ -85,8 +86,29 @@ def check_grid(grid: Grid) -> None:
     for trace in grid.traces:
         if not Path(trace).is_file():
             raise GridError(f"{trace}: no such trace file")
+    if grid.queues is not None:
+        _check_queues(grid)
     for cell in grid.cells():
         check_extras(grid.experiment(cell).sim)
+
+
+def _check_queues(grid: Grid) -> None:
+    """The grid's queue manifests and queue map read, and every policy orders jobs (the
+    admission stage runs in front of ordering policies only)."""
+    from dlsched.tenancy.manifests import read_manifests
+    from dlsched.tenancy.queue_map import read_queue_map
+
+    assert grid.queues is not None
+    tenancy = read_manifests(grid.queues)
+    if grid.queue_map is not None:
+        read_queue_map(grid.queue_map).check(tenancy)
+    ordering = policies()
+    for policy in grid.policies:
+        if policy not in ordering:
+            raise GridError(
+                f"--queues: policy {policy!r} allocates GPUs beyond what jobs ask, which quotas "
+                f"cannot charge; with queues use ordering policies ({', '.join(sorted(ordering))})"
+            )
 
 
 def _run(
@@ -157,7 +179,7 @@ def _check_grid_file(out: Path, grid: Grid) -> None:
             old = json.loads(path.read_text())
         except json.JSONDecodeError:
             raise GridError(f"{path}: not a sweep's grid file (invalid JSON)") from None
-        fixed = ("estimator", "selection", "trace_format")
+        fixed = ("estimator", "selection", "trace_format", "queues", "queue_map")
         for key in fixed:
             if old.get(key) != data[key]:
                 raise GridError(

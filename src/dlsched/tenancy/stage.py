@@ -75,6 +75,8 @@ class AdmissionStage:
         self._used_s = [0.0] * n
         self._borrowed_s = [0.0] * n
         self._start: float | None = None
+        # (time, queue, GPUs in use, GPUs borrowed) at each change: the quota time series.
+        self.changes: list[tuple[float, int, float, float]] = []
         self._never: dict[tuple[int, Any], str | None] = {}
         self._requests: dict[Any, dict[str, float]] = {}
 
@@ -217,6 +219,7 @@ class AdmissionStage:
         if used != self._used[cq] or borrowed != self._borrowed[cq]:
             self._integrate(cq, now)
             self._used[cq], self._borrowed[cq] = used, borrowed
+            self.changes.append((now, cq, used, borrowed))
 
     def _integrate(self, cq: int, now: float) -> None:
         dt = now - self._since[cq]
