@@ -7,16 +7,19 @@ reports, and its priorities those dlsched computes from the same ``slurm.conf``.
 as the test's user in two accounts: fair share is kept per association (user and account), so
 two accounts give two usage records without creating Unix users.
 
-Not compared here: factors after usage has been recorded and age. Slurm stores both only in the
-decay pass of ``slurmctld`` (every ``PriorityCalcPeriod``, at least a minute), and on this
-machine's Slurm 22.05.8 that pass never ran within 150 s of waiting (no "Decay factor" line with
-``DebugFlags=Priority``; ages and usage stayed 0), so every job here is compared at submission,
-where Slurm computes its factors on the spot.
+Slurm stores the age factor only in the decay pass of ``slurmctld`` (every
+``PriorityCalcPeriod``, one minute here), so the age test waits for one pass and checks that the
+age sprio reports is dlsched's age factor of a whole number of seconds within the window the
+pass fell in. Not compared: the fair-share factor after usage is recorded. Jobs of ``alpha`` that
+ran and ended before a pass left its usage at 0 on this machine's Slurm 22.05.8 within 150 s
+(sshare and sprio), so every fair-share factor compared here is that of zero usage.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 
@@ -41,8 +44,9 @@ PRIORITY_CONF = (
     "PriorityFlags=NO_FAIR_TREE",
     "PriorityWeightAge=1000",
     "PriorityWeightFairshare=10000",
-    "PriorityMaxAge=00:01:00",
+    "PriorityMaxAge=00:05:00",
     "PriorityDecayHalfLife=00:05:00",
+    "PriorityCalcPeriod=1",
 )
 ACCOUNTS = {"alpha": 1, "beta": 3}
 PENDING = ("alpha", "beta", "alpha", "beta")
@@ -113,4 +117,59 @@ def test_sprio_fairshare_and_priority_match_dlsched(cluster: SlurmCluster) -> No
             ]
         )
         assert ours == prio, (job, ours, prio)
+    cluster.cancel_all()
+
+
+def eligible_time(cluster: SlurmCluster, job: str) -> float:
+    out = cluster.run("squeue", "-h", "-j", job, "-O", "EligibleTime").stdout.strip()
+    return datetime.fromisoformat(out).timestamp()
+
+
+def test_sprio_age_after_a_decay_pass_matches_dlsched(cluster: SlurmCluster) -> None:
+    blocker = submit(cluster, "-A", "root", "-N3", "--exclusive", "--wrap", "sleep 600")
+    deadline = time.monotonic() + 60
+    while cluster.run("squeue", "-h", "-j", blocker, "-o", "%T").stdout.strip() != "RUNNING":
+        assert time.monotonic() < deadline, "the blocking job did not start"
+        time.sleep(0.2)
+    before = time.time()
+    ids = []
+    for account in PENDING:
+        ids.append(submit(cluster, "-A", account, "-N1", "-n1", "--wrap", "true"))
+        time.sleep(2)
+    eligible = {job: eligible_time(cluster, job) for job in ids}
+
+    # Slurm stores the age factor at each decay pass (every PriorityCalcPeriod, a minute):
+    # wait for the first pass after the submissions; it happened in (before, seen].
+    deadline = time.monotonic() + 150
+    while True:
+        rows = sprio(cluster)
+        seen = time.time()
+        if all(rows[j][1] > 0 for j in ids):
+            break
+        assert time.monotonic() < deadline, f"no decay pass within 150 s: {rows}"
+        before = seen
+        time.sleep(0.5)
+    shares = sshare(cluster, cluster.run("id", "-un").stdout.strip())
+    conf = read_priority_conf(cluster.conf)
+    ours = {}
+    for job, account in zip(ids, PENDING, strict=True):
+        prio, age, fairshare = rows[job]
+        norm_shares, usage = shares[account]
+        expected_fs = fairshare_factor(usage, norm_shares)
+        # sshare prints six decimals, so the exponent is known to about 1e-6 / shares.
+        assert fairshare == pytest.approx(expected_fs, abs=2e-5), (job, account)
+        age_s = round(age * conf.max_age_s)
+        assert before - eligible[job] - 1 <= age_s <= seen - eligible[job] + 1, (job, age_s)
+        assert age == pytest.approx(age_factor(age_s, conf.max_age_s), abs=1e-6)
+        ours[job] = priority(
+            [
+                (conf.weight_age, age_factor(age_s, conf.max_age_s)),
+                (conf.weight_fairshare, expected_fs),
+            ]
+        )
+        # One point of slack: dlsched is fed sshare's rounded usage and shares.
+        assert abs(ours[job] - prio) <= 1, (job, ours[job], prio)
+    by_sprio = sorted(ids, key=lambda j: (-rows[j][0], int(j)))
+    assert sorted(ids, key=lambda j: (-ours[j], int(j))) == by_sprio
+    assert by_sprio == ids  # two seconds apart: older jobs first, and no ties
     cluster.cancel_all()
