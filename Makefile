@@ -26,10 +26,12 @@ lint: $(VENV)/.dev
 	$(BIN)/mypy
 
 # System programs the real-component tests drive: Chromium for the dashboard, Slurm and munge
-# for the Slurm back end, the PostgreSQL server for the store (Debian keeps initdb and pg_ctl
-# under /usr/lib/postgresql/<version>/bin). Installed when running as root (CI), else named.
-SYSTEM_PROGRAMS := chromium slurmctld slurmd munged initdb pg_ctl
-SYSTEM_PACKAGES := chromium slurm-wlm munge postgresql
+# for the Slurm back end, slurmdbd and MariaDB for Slurm's accounting (fair share), the
+# PostgreSQL server for the store (Debian keeps initdb and pg_ctl under
+# /usr/lib/postgresql/<version>/bin). Installed when running as root (CI), else named.
+SYSTEM_PROGRAMS := chromium slurmctld slurmd munged slurmdbd mariadbd mariadb-install-db \
+	initdb pg_ctl
+SYSTEM_PACKAGES := chromium slurm-wlm munge slurmdbd mariadb-server postgresql
 
 system:
 	@missing=""; for p in $(SYSTEM_PROGRAMS); do \

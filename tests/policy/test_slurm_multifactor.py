@@ -103,6 +103,13 @@ def test_conf_errors_name_file_line_and_key(line: str, message: str) -> None:
         parse_priority_conf("# ok\n" + line + "\n", "x.conf")
 
 
+def test_classic_fair_share_flag_is_accepted_and_others_refused() -> None:
+    conf = parse_priority_conf("PriorityFlags=NO_FAIR_TREE\nPriorityWeightFairshare=5\n", "x")
+    assert conf.weight_fairshare == 5
+    with pytest.raises(SlurmConfError, match="x:1: PriorityFlags: not modelled"):
+        parse_priority_conf("PriorityFlags=NO_FAIR_TREE,ACCRUE_ALWAYS\n", "x")
+
+
 def test_unreadable_conf_is_named(tmp_path: Path) -> None:
     with pytest.raises(SlurmConfError, match=r"missing\.conf: cannot read"):
         read_priority_conf(tmp_path / "missing.conf")

@@ -9,11 +9,13 @@ starts a comment, keys are case-insensitive (as in Slurm). Recognised:
   ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; default 7-0);
 - ``PriorityFavorSmall``: ``YES``/``NO`` (default NO);
 - ``PriorityType``: must be ``priority/multifactor`` when given;
+- ``PriorityFlags=NO_FAIR_TREE``: Slurm's classic fair share, the one dlsched models;
 - ``PartitionName=NAME ... PriorityJobFactor=N``: a partition's job factor (default 1).
 
 ``PriorityCalcPeriod`` and ``PriorityUsageResetPeriod`` are accepted and not used (dlsched
 computes priorities exactly when it orders jobs; usage is never reset). Any other ``Priority*``
-key (``PriorityFlags``, ``PriorityWeightTRES``, ...) is refused, since its effect is not modelled.
+key (other ``PriorityFlags``, ``PriorityWeightTRES``, ...) is refused, since its effect is not
+modelled.
 Other keys of ``slurm.conf`` are ignored. Every error names ``file:line`` and the key.
 """
 
@@ -117,6 +119,8 @@ def parse_priority_conf(text: str, source: str) -> PriorityConf:
                     raise SlurmConfError(
                         f"{where}: {key}: expected priority/multifactor, got {value!r}"
                     )
+            elif low == "priorityflags" and value.upper() == "NO_FAIR_TREE":
+                pass  # the classic fair share that slurm_factors models
             elif low.startswith("priority") and low not in _UNUSED:
                 raise SlurmConfError(
                     f"{where}: {key}: not modelled by dlsched's multifactor priority; remove it"

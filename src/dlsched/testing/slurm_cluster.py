@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -29,6 +30,12 @@ from pathlib import Path
 from types import TracebackType
 
 from dlsched.backends.procfs import marked_processes
+from dlsched.testing.slurm_accounting import (
+    ACCOUNTING_INSTALL_HINT,
+    AccountingStore,
+    missing_accounting_tools,
+    sacctmgr_setup,
+)
 
 INSTALL_HINT = "apt-get install -y slurm-wlm munge"
 REQUIRED_TOOLS = (
@@ -85,6 +92,10 @@ def _tool(name: str) -> str:
     return found
 
 
+def _current_user() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
 class SlurmCluster:
     """A Slurm controller and fake GPU nodes under ``directory`` (a new temp directory when
     None), as a context manager: ``with SlurmCluster() as cluster: ...`` starts it and stops
@@ -92,7 +103,9 @@ class SlurmCluster:
     on cancel); ``min_job_age_s`` its ``MinJobAge`` (how long ``squeue`` still lists a finished
     job); ``slurmd_timeout_s`` its ``SlurmdTimeout`` (how long an unresponsive node stays up
     before Slurm sets it DOWN); ``extra_conf`` lines are appended to ``slurm.conf`` (e.g. the
-    ``Priority*`` parameters or more partitions)."""
+    ``Priority*`` parameters or more partitions). With ``accounts`` (account name -> fair-share
+    shares) the cluster also runs an accounting store (a throwaway MariaDB and ``slurmdbd``, see
+    :mod:`dlsched.testing.slurm_accounting`) and registers the current user in every account."""
 
     def __init__(
         self,
@@ -103,6 +116,7 @@ class SlurmCluster:
         start_timeout_s: float = 30.0,
         slurmd_timeout_s: int = 300,
         extra_conf: Sequence[str] = (),
+        accounts: Mapping[str, int] | None = None,
     ) -> None:
         if len({n.name for n in nodes}) != len(nodes):
             raise ValueError("fake node names must be unique")
@@ -117,6 +131,12 @@ class SlurmCluster:
         self.conf = self.directory / "slurm.conf"
         self.munge_socket = self.directory / "munge" / "munge.socket"
         self._procs: list[subprocess.Popen[bytes]] = []
+        self.accounts = dict(accounts) if accounts is not None else None
+        self.accounting = (
+            AccountingStore(self.directory, _free_port(), _free_port())
+            if accounts is not None
+            else None
+        )
 
     @property
     def env(self) -> dict[str, str]:
@@ -163,7 +183,11 @@ class SlurmCluster:
             f"KillWait={self.kill_wait_s}",
             f"MinJobAge={self.min_job_age_s}",
             "JobAcctGatherType=jobacct_gather/none",
-            "AccountingStorageType=accounting_storage/none",
+            *(
+                self.accounting.slurm_conf_lines(self.munge_socket)
+                if self.accounting
+                else ["AccountingStorageType=accounting_storage/none"]
+            ),
             "JobCompType=jobcomp/none",
             "InactiveLimit=0",
             f"SlurmdTimeout={self.slurmd_timeout_s}",
@@ -215,6 +239,11 @@ class SlurmCluster:
             raise SlurmUnavailable(
                 f"missing {', '.join(missing)}; install Slurm with: {INSTALL_HINT}"
             )
+        if self.accounting is not None and missing_accounting_tools():
+            raise SlurmUnavailable(
+                f"missing {', '.join(missing_accounting_tools())}; install with: "
+                f"{ACCOUNTING_INSTALL_HINT}"
+            )
         self._write_files()
         munge = self.directory / "munge"
         try:
@@ -232,6 +261,8 @@ class SlurmCluster:
                 "munged.out",
             )
             self._wait(lambda: self.munge_socket.exists(), "munged to open its socket")
+            if self.accounting is not None:
+                self._start_accounting(self.accounting)
             self._spawn([_tool("slurmctld"), "-D", "-c", "-f", str(self.conf)], "slurmctld.out")
             self._wait(self._controller_up, "slurmctld to answer")
             for node in self.nodes:
@@ -244,6 +275,19 @@ class SlurmCluster:
             self.stop()
             raise
         return self
+
+    def _start_accounting(self, store: AccountingStore) -> None:
+        store.prepare(self.munge_socket)
+        self._spawn(store.mariadbd_args(), "mariadbd.out")
+        self._wait(store.database_up, "MariaDB to answer")
+        store.create_database_user()
+        self._spawn(store.slurmdbd_args(), "slurmdbd.out")
+        self._wait(self._dbd_up, "slurmdbd to answer")
+        for command in sacctmgr_setup(self.accounts or {}, _current_user()):
+            self.run(*command)
+
+    def _dbd_up(self) -> bool:
+        return self.run("sacctmgr", "-n", "show", "cluster", check=False).returncode == 0
 
     def _check_alive(self) -> None:
         for proc in self._procs:
