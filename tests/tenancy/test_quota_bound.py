@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from dlsched.tenancy.manifests import read_manifests
 from dlsched.tenancy.quota import EPS, QuotaTree
@@ -11,14 +12,14 @@ from tests.tenancy.kueue_manifests import documents, write
 
 
 def _tree(tmp_path: Path) -> QuotaTree:
-    queues = {
+    queues: dict[str, dict[str, Any]] = {
         "a": {"gpu": 4, "cohort": "left", "lend": 2},
         "b": {"gpu": 4, "cohort": "left", "borrow": 3},
         "c": {"gpu": 6, "cohort": "right", "lend": 1},
         "d": {"gpu": 2, "cohort": "right"},
         "solo": {"gpu": 3},
     }
-    cohorts = {
+    cohorts: dict[str, dict[str, Any]] = {
         "org": {},
         "left": {"parent": "org", "gpu": 2, "lend": 1},
         "right": {"parent": "org"},
