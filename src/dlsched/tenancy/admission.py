@@ -56,8 +56,6 @@ from dlsched.tenancy.model import (
 from dlsched.tenancy.quota import EPS, QuotaTree
 
 FIT, PREEMPTS, NO_FIT = 0, 1, 2
-# Margin for sums kept incrementally over a run (their rounding must never rule a head out).
-SLACK = 1e-6
 PRIORITY, RECLAIM, FAIR_SHARE = "priority", "reclaim", "fair_share"
 CAUSES = (PRIORITY, RECLAIM, FAIR_SHARE)
 KINDS = (GPU, CPU, MEMORY, PODS)
@@ -158,10 +156,6 @@ class Admission:
         # entries that may now fit, so waking is bounded by the queues that could fit.
         self._fit_parked: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
         self._fit_parked_at = [-1] * len(self.cqs)
-        # Per tree and fr: what queues borrowing any fr hold (their workloads are what reclaim
-        # may evict), kept from each queue's contribution, for :meth:`_hopeless`.
-        self._borrower_usage: dict[int, dict[int, float]] = {r: {} for r in self._tree}
-        self._borrower_part: list[dict[int, float]] = [{} for _ in self.cqs]
         self._fit_heads: dict[int, tuple[list[Workload], tuple[float, int, int]]] = {}
         self._version = [0] * len(self.cqs)
         self._preempts = [
@@ -247,7 +241,6 @@ class Admission:
         released = self._released[root] = self._released[root] + sum(wl.assignment.values())
         released_frs = list(wl.assignment)
         wl.assignment = None
-        self._track_borrower(wl.cq)
         if self.fair:
             # Fair sharing's order and targets change with every share: re-check them all.
             self._dirty |= self._waiting_in_tree[root]
@@ -344,58 +337,11 @@ class Admission:
         wl.borrows = any(self.quota.borrowing(wl.cq, fr) for fr in a.request)
         wl.admitted_at = now
         self.admitted[wl.cq][wl] = None
-        self._track_borrower(wl.cq)
         if wl.borrows:
             hungry = self._hungry[self.quota.root[wl.cq]]
             if hungry:
                 self._dirty |= hungry
                 hungry.clear()
-
-    def _track_borrower(self, cq: int) -> None:
-        quota = self.quota
-        usage, nominal = quota.usage[cq], quota.nominal[cq]
-        part = self._borrower_part[cq]
-        borrowing = any(v > nominal.get(fr, 0.0) + EPS for fr, v in usage.items())
-        if not part and not borrowing:
-            return
-        sums = self._borrower_usage[quota.root[cq]]
-        for fr, v in part.items():
-            sums[fr] -= v
-        self._borrower_part[cq] = part = dict(usage) if borrowing else {}
-        for fr, v in part.items():
-            sums[fr] = sums.get(fr, 0.0) + v
-
-    def _hopeless(self, wl: Workload) -> bool:
-        """Whether ``wl`` surely cannot be admitted now, by fitting or by preemption: in some
-        group it needs, no usable flavor has every amount within its tree's free bound plus
-        all that preemption could free (what borrowing queues of the tree hold, and its own
-        queue's usage). Cheaper than trying; a False proves nothing."""
-        quota = self.quota
-        cq = wl.cq
-        root = quota.root[cq]
-        borrowed = self._borrower_usage[root]
-        own = quota.usage[cq] if self.cqs[cq].preemption.within_cluster_queue != NEVER else {}
-        for group in self._groups[cq]:
-            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
-            if not needed:
-                continue
-            possible = False
-            for fl in group.flavors:
-                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
-                    continue
-                if all(
-                    a
-                    <= quota.free_bound(root, fl.frs[k])
-                    + borrowed.get(fl.frs[k], 0.0)
-                    + own.get(fl.frs[k], 0.0)
-                    + SLACK
-                    for k, a in needed
-                ):
-                    possible = True
-                    break
-            if not possible:
-                return True
-        return False
 
     def _park(self, cq: int, heads: list[Workload]) -> None:
         """No head of ``cq`` can be admitted now: wait for enough released quota, or for a
@@ -505,11 +451,6 @@ class Admission:
     def _candidate(self, cq: int) -> tuple[Workload, _Assignment, list[Eviction]] | None:
         heads = sorted(heap[0] for heap in self.pending[cq].values())
         strict = self.cqs[cq].queueing_strategy == STRICT_FIFO
-        if not self.fair:
-            first = [entry[3] for entry in (heads[:1] if strict else heads)]
-            if all(self._hopeless(wl) for wl in first):
-                self._park(cq, first)
-                return None
         tried: list[Workload] = []
         for entry in heads:
             wl = entry[3]
