@@ -150,13 +150,6 @@ class Admission:
         self._released = dict.fromkeys(self._tree, 0.0)
         self._parked: dict[int, list[tuple[float, int, int]]] = {r: [] for r in self._tree}
         self._hungry: dict[int, set[int]] = {r: set() for r in self._tree}
-        # A parked queue whose heads can only be admitted by fitting (no preemption could help
-        # them) waits instead until its tree's free-quota bound reaches what a head needs of
-        # some flavor: heap per (tree, fr) of (amount, version, queue); releases pop only
-        # entries that may now fit, so waking is bounded by the queues that could fit.
-        self._fit_parked: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
-        self._fit_parked_at = [-1] * len(self.cqs)
-        self._fit_heads: dict[int, tuple[list[Workload], tuple[float, int, int]]] = {}
         self._version = [0] * len(self.cqs)
         self._preempts = [
             cq.preemption.within_cluster_queue != NEVER
@@ -239,28 +232,16 @@ class Admission:
         del self.admitted[wl.cq][wl]
         root = self.quota.root[wl.cq]
         released = self._released[root] = self._released[root] + sum(wl.assignment.values())
-        released_frs = list(wl.assignment)
         wl.assignment = None
         if self.fair:
             # Fair sharing's order and targets change with every share: re-check them all.
             self._dirty |= self._waiting_in_tree[root]
             return
-        if self._fit_parked_at[wl.cq] == self._version[wl.cq]:
-            self._unpark_fit(wl.cq)
         parked = self._parked[root]
         while parked and parked[0][0] <= released:
             _, version, cq = heappop(parked)
             if version == self._version[cq]:
                 self._dirty.add(cq)
-        for fr in released_frs:
-            waiting = self._fit_parked.get((root, fr))
-            if not waiting:
-                continue
-            bound = self.quota.free_bound(root, fr) + EPS
-            while waiting and waiting[0][0] <= bound:
-                _, version, cq = heappop(waiting)
-                if version == self._version[cq]:
-                    self._dirty.add(cq)
 
     def admit_now(self, wl: Workload, now: float) -> bool:
         """Admit ``wl`` (not pending) if it fits without preemption; for setting up a state."""
@@ -350,69 +331,13 @@ class Admission:
             return
         root = self.quota.root[cq]
         self._version[cq] += 1
-        version = self._version[cq]
         deficit = min(self._deficit(wl) for wl in heads)
-        threshold = (self._released[root] + deficit - EPS, version, cq)
-        keys = [self._fit_keys(wl) for wl in heads]
-        if all(keys) and all(self._fit_only(wl) for wl in heads):
-            self._fit_parked_at[cq] = version
-            self._fit_heads[cq] = (heads, threshold)
-            for wl_keys in keys:
-                for fr, amount in wl_keys:
-                    heappush(self._fit_parked.setdefault((root, fr), []), (amount, version, cq))
-            return
-        heappush(self._parked[root], threshold)
+        heappush(self._parked[root], (self._released[root] + deficit - EPS, self._version[cq], cq))
         pol = self.cqs[cq].preemption
         if pol.reclaim_within_cohort != NEVER and (
             pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads)
         ):
             self._hungry[root].add(cq)
-
-    def _unpark_fit(self, cq: int) -> None:
-        """``cq``'s own usage fell while it waited to fit: when reclaim within its nominal quota
-        could now help a head, it waits as other parked queues do, from when it was parked."""
-        heads, threshold = self._fit_heads.pop(cq)
-        if not all(self._fit_only(wl) for wl in heads):
-            self._fit_parked_at[cq] = -1
-            heappush(self._parked[self.quota.root[cq]], threshold)
-        else:
-            self._fit_heads[cq] = (heads, threshold)
-
-    def _fit_only(self, wl: Workload) -> bool:
-        """Whether no preemption could admit ``wl`` while its queue's usage does not fall: no
-        preemption within its queue, and classic reclaim only within a nominal quota it would
-        exceed."""
-        pol = self.cqs[wl.cq].preemption
-        return pol.within_cluster_queue == NEVER and (
-            pol.reclaim_within_cohort == NEVER
-            or (pol.borrow_within_cohort == NEVER and not self._within_nominal(wl))
-        )
-
-    def _fit_keys(self, wl: Workload) -> list[tuple[int, float]]:
-        """For a group where no flavor fits ``wl`` now: (fr, amount) of a kind each usable
-        flavor lacks. ``wl`` cannot fit before its tree's free bound of one of these frs
-        reaches the amount (that bound only grows when that fr is released). Empty when every
-        group has a flavor that fits."""
-        quota = self.quota
-        for group in self._groups[wl.cq]:
-            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
-            if not needed:
-                continue
-            keys: list[tuple[int, float]] = []
-            for fl in group.flavors:
-                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
-                    continue
-                lacking = [
-                    (fl.frs[k], a) for k, a in needed if a > quota.available(wl.cq, fl.frs[k]) + EPS
-                ]
-                if not lacking:
-                    keys = []
-                    break
-                keys.append(lacking[0])
-            else:
-                if keys:
-                    return keys
-        return []
 
     def _within_nominal(self, wl: Workload) -> bool:
         """Whether ``wl`` would fit its queue's nominal quota in some flavor of each group (what

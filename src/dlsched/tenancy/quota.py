@@ -63,17 +63,6 @@ class QuotaTree:
         for r in {self.root[i] for i in range(n)}:
             self._fill_subtree(r)
         self.usage: list[dict[int, float]] = [{} for _ in range(n)]
-        # Per root: the unused guaranteed parts of its tree's other nodes, summed (kept as
-        # usage changes, for :meth:`free_bound`).
-        self.slack: list[dict[int, float]] = [
-            {
-                fr: sum(self.guaranteed[i].get(fr, 0.0) for i in range(n) if self.root[i] == r != i)
-                for fr in self.frs.values()
-            }
-            if self.root[r] == r
-            else {}
-            for r in range(n)
-        ]
         self.fr_names = {i: fr for fr, i in self.frs.items()}
 
     def _quotas(self, node: int, groups: Iterable[ResourceGroup]) -> None:
@@ -136,13 +125,6 @@ class QuotaTree:
             from_parent = min(from_parent, subtree - guaranteed + limit)
         return guaranteed + from_parent
 
-    def free_bound(self, root: int, fr: int) -> float:
-        """An upper bound, kept in O(1), on what any node of ``root``'s tree may take of ``fr``
-        now (:meth:`available` is at most the root's free quota plus the unused guaranteed
-        parts along the node's path)."""
-        free = self.subtree[root].get(fr, 0.0) - self.usage[root].get(fr, 0.0)
-        return free + self.slack[root].get(fr, 0.0)
-
     def defines(self, cq: int, fr: int) -> bool:
         return fr in self.nominal[cq]
 
@@ -170,7 +152,6 @@ class QuotaTree:
             self._add(node, fr, amount)
 
     def _add(self, node: int, fr: int, amount: float) -> None:
-        slack = self.slack[self.root[node]]
         while True:
             usage = self.usage[node]
             before = usage.get(fr, 0.0)
@@ -178,11 +159,7 @@ class QuotaTree:
             local = guaranteed - before if guaranteed > before else 0.0
             usage[fr] = before + amount
             parent = self.parent[node]
-            if parent is None:
-                return
-            if local:
-                slack[fr] -= min(local, amount)
-            if amount <= local:
+            if amount <= local or parent is None:
                 return
             node, amount = parent, amount - local
 
@@ -192,19 +169,13 @@ class QuotaTree:
             self._remove(node, fr, amount)
 
     def _remove(self, node: int, fr: int, amount: float) -> None:
-        slack = self.slack[self.root[node]]
         while True:
             usage = self.usage[node]
             before = usage.get(fr, 0.0)
             usage[fr] = before - amount
             parent = self.parent[node]
-            if parent is None:
-                return
-            guaranteed = self.guaranteed[node].get(fr, 0.0)
-            if guaranteed > before - amount:
-                slack[fr] += guaranteed - (before - amount) - max(guaranteed - before, 0.0)
-            stored = before - guaranteed
-            if stored <= 0:
+            stored = before - self.guaranteed[node].get(fr, 0.0)
+            if stored <= 0 or parent is None:
                 return
             node, amount = parent, min(amount, stored)
 
