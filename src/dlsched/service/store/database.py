@@ -342,12 +342,7 @@ class Store:
 
     def active(self) -> list[JobRow]:
         """Every job that is pending, running or preempting, in submit order."""
-        marks = ",".join("?" * len(ACTIVE))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM jobs WHERE state IN ({marks}) ORDER BY seq", ACTIVE
-            ).fetchall()
-        return [_row(r) for r in rows]
+        return self._in_states(ACTIVE)
 
     def snapshot(self) -> tuple[int, list[JobRow]]:
         """The active jobs and the event-log position they reflect (one snapshot)."""
@@ -375,10 +370,13 @@ class Store:
 
     def holding(self) -> list[JobRow]:
         """Every job that holds GPUs (running or preempting), in submit order."""
-        marks = ",".join("?" * len(HOLDING))
+        return self._in_states(HOLDING)
+
+    def _in_states(self, states: tuple[str, ...]) -> list[JobRow]:
+        marks = ",".join("?" * len(states))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM jobs WHERE state IN ({marks}) ORDER BY seq", HOLDING
+                f"SELECT {_COLUMNS} FROM jobs WHERE state IN ({marks}) ORDER BY seq", states
             ).fetchall()
         return [_row(r) for r in rows]
 
