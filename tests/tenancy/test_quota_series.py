@@ -1,29 +1,32 @@
-"""The quota time series of a run with queues (``tenants.parquet``): one row per queue per
-change, worked by hand on borrowing and reclaim, consistent with the summary's averages, and
-absent without queues."""
+"""The quota time series of a run with queues (``tenants.parquet``): one row per queue and per
+cohort tree per change, worked by hand on borrowing and reclaim, consistent with the summary's
+averages, bounded by the number of changes, and absent without queues."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from dlsched.cli.main import app
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import RunResult, simulate
+from dlsched.tenancy.series import COHORT, QUEUE, queue_steps
 from dlsched.trace.bundled import bundled_trace_path
 from tests.tenancy.kueue_manifests import documents, write
 from tests.tenancy.test_admission_sim import CLUSTER, _config, _rigid
 
 
-def _rows(result: RunResult) -> list[tuple[float, str, float, float, float, float]]:
+Row = tuple[float, str, str, str | None, float, float, float, float | None]
+
+
+def _rows(result: RunResult) -> list[Row]:
     assert result.tenants is not None
-    return [
-        (r["time"], r["queue"], r["used"], r["nominal"], r["borrowed"], r["lent"])
-        for r in result.tenants.to_pylist()
-    ]
+    keys = ("time", "level", "queue", "cohort", "used", "nominal", "borrowed", "lent")
+    return [tuple(r[k] for k in keys) for r in result.tenants.to_pylist()]  # type: ignore[misc]
 
 
 def test_borrow_reclaim_and_borrow_again_by_hand(tmp_path: Path) -> None:
@@ -34,15 +37,25 @@ def test_borrow_reclaim_and_borrow_again_by_hand(tmp_path: Path) -> None:
     rows = _rows(result)
     end = result.jobs.to_pylist()[0]["end_s"]
     assert rows == [
-        (0.0, "a", 0.0, 4.0, 0.0, 4.0),
-        (0.0, "b", 8.0, 4.0, 4.0, 0.0),
-        (10.0, "a", 4.0, 4.0, 0.0, 0.0),
-        (10.0, "b", 0.0, 4.0, 0.0, 0.0),
-        (110.0, "a", 0.0, 4.0, 0.0, 4.0),
-        (110.0, "b", 8.0, 4.0, 4.0, 0.0),
-        (end, "a", 0.0, 4.0, 0.0, 0.0),
-        (end, "b", 0.0, 4.0, 0.0, 0.0),
+        (0.0, QUEUE, "a", "pool", 0.0, 4.0, 0.0, None),
+        (0.0, QUEUE, "b", "pool", 8.0, 4.0, 4.0, None),
+        (0.0, COHORT, "pool", "pool", 8.0, 8.0, 4.0, 4.0),
+        (10.0, QUEUE, "a", "pool", 4.0, 4.0, 0.0, None),
+        (10.0, QUEUE, "b", "pool", 0.0, 4.0, 0.0, None),
+        (10.0, COHORT, "pool", "pool", 4.0, 8.0, 0.0, 0.0),
+        (110.0, QUEUE, "a", "pool", 0.0, 4.0, 0.0, None),
+        (110.0, QUEUE, "b", "pool", 8.0, 4.0, 4.0, None),
+        (110.0, COHORT, "pool", "pool", 8.0, 8.0, 4.0, 4.0),
+        (end, QUEUE, "b", "pool", 0.0, 4.0, 0.0, None),
+        (end, COHORT, "pool", "pool", 0.0, 8.0, 0.0, 0.0),
     ]
+    assert result.tenants is not None
+    a = queue_steps(result.tenants, "a", end + 5)
+    assert list(a["time"]) == [0.0, 10.0, 110.0, end, end + 5]
+    assert list(a["used"]) == [0.0, 4.0, 0.0, 0.0, 0.0]
+    assert list(a["lent"]) == [4.0, 0.0, 4.0, 0.0, 0.0]
+    b = queue_steps(result.tenants, "b", end + 5)
+    assert list(b["lent"]) == [0.0] * 5 and list(b["borrowed"]) == [4.0, 0.0, 4.0, 0.0, 0.0]
 
 
 def _integral(times: list[float], values: list[float], end: float) -> float:
@@ -62,12 +75,14 @@ def test_series_integrates_to_the_summary_averages(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     summary = json.loads((out / "summary.json").read_text())
-    table = pq.read_table(out / "tenants.parquet").to_pylist()
+    series = pq.read_table(out / "tenants.parquet")
+    table = series.to_pylist()
     start = table[0]["time"]
     end = max(row["time"] for row in table)
-    assert set(summary["tenants"]) == {row["queue"] for row in table}
+    queues = [row for row in table if row["level"] == QUEUE]
+    assert set(summary["tenants"]) == {row["queue"] for row in queues}
     for name, tenant in summary["tenants"].items():
-        mine = [row for row in table if row["queue"] == name]
+        mine = [row for row in queues if row["queue"] == name]
         times = [row["time"] for row in mine]
         assert times == sorted(set(times))
         assert mine[0]["time"] == start and mine[-1]["used"] == 0
@@ -79,6 +94,20 @@ def test_series_integrates_to_the_summary_averages(tmp_path: Path) -> None:
         assert abs(used - ratio) <= 1e-6 * max(1.0, ratio)
         ratio = tenant["borrowed_gpus_avg"] * (end - start)
         assert abs(borrowed - ratio) <= 1e-6 * max(1.0, ratio)
+    # The cohort rows are the queues' totals, and the queues' lent adds up to the tree's.
+    cohort = [row for row in table if row["level"] == COHORT]
+    assert cohort and {row["queue"] for row in cohort} == {"philly"}
+    steps = {name: queue_steps(series, name, end) for name in summary["tenants"]}
+    for row in cohort:
+        at = {
+            name: int(np.searchsorted(s["time"], row["time"], side="right")) - 1
+            for name, s in steps.items()
+        }
+        used = sum(steps[name]["used"][i] for name, i in at.items())
+        lent = sum(steps[name]["lent"][i] for name, i in at.items())
+        assert used == row["used"]
+        assert abs(lent - row["lent"]) <= 1e-6
+        assert 0 <= row["lent"] <= row["borrowed"]
     assert len(table) < 10 * summary["jobs"]
 
 
@@ -107,10 +136,14 @@ def test_lending_stays_within_each_cohort_tree(tmp_path: Path) -> None:
     result = simulate(trace, CLUSTER, config)
     rows = _rows(result)
     assert rows == [
-        (0.0, "a", 4.0, 2.0, 2.0, 0.0),
-        (0.0, "b", 0.0, 2.0, 0.0, 2.0),
-        (0.0, "c", 4.0, 4.0, 0.0, 0.0),
-        (50.0, "c", 0.0, 4.0, 0.0, 0.0),
-        (100.0, "a", 0.0, 2.0, 0.0, 0.0),
-        (100.0, "b", 0.0, 2.0, 0.0, 0.0),
+        (0.0, QUEUE, "a", "pool", 4.0, 2.0, 2.0, None),
+        (0.0, QUEUE, "b", "pool", 0.0, 2.0, 0.0, None),
+        (0.0, QUEUE, "c", None, 4.0, 4.0, 0.0, None),
+        (0.0, COHORT, "pool", "pool", 4.0, 4.0, 2.0, 2.0),
+        (50.0, QUEUE, "c", None, 0.0, 4.0, 0.0, None),
+        (100.0, QUEUE, "a", "pool", 0.0, 2.0, 0.0, None),
+        (100.0, COHORT, "pool", "pool", 0.0, 4.0, 0.0, 0.0),
     ]
+    assert result.tenants is not None
+    assert list(queue_steps(result.tenants, "b", 120)["lent"]) == [2.0, 0.0, 0.0]
+    assert list(queue_steps(result.tenants, "c", 120)["lent"]) == [0.0, 0.0, 0.0]

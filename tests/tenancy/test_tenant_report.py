@@ -12,28 +12,34 @@ import pytest
 from typer.testing import CliRunner
 
 from dlsched.cli.main import app
-from dlsched.tenancy.run_report import usage_steps
+from dlsched.tenancy.series import COHORT, QUEUE, queue_steps
 from dlsched.trace.bundled import bundled_trace_path
 
 TRACE = str(bundled_trace_path("philly_jobs_2000"))
 
 
-def test_usage_steps_hold_the_last_value_to_the_end() -> None:
+def test_queue_steps_hold_the_last_value_to_the_end() -> None:
+    q, c = QUEUE, COHORT
     series = pa.table(
         {
-            "time": [0.0, 0.0, 10.0, 30.0],
-            "queue": ["a", "b", "a", "a"],
-            "used": [8.0, 0.0, 4.0, 0.0],
-            "borrowed": [4.0, 0.0, 0.0, 0.0],
-            "lent": [0.0, 4.0, 0.0, 0.0],
+            "time": [0.0, 0.0, 0.0, 10.0, 10.0, 30.0, 30.0],
+            "level": [q, q, c, q, c, q, c],
+            "queue": ["a", "b", "ab", "a", "ab", "a", "ab"],
+            "cohort": ["ab", "ab", "ab", "ab", "ab", "ab", "ab"],
+            "used": [8.0, 0.0, 8.0, 4.0, 4.0, 0.0, 0.0],
+            "nominal": [4.0, 4.0, 8.0, 4.0, 8.0, 4.0, 8.0],
+            "borrowed": [4.0, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0],
+            "lent": [None, None, 4.0, None, 0.0, None, 0.0],
         }
     )
-    a = usage_steps(series, "a", 50.0)
+    a = queue_steps(series, "a", 50.0)
     assert list(a["time"]) == [0.0, 10.0, 30.0, 50.0]
     assert list(a["used"]) == [8.0, 4.0, 0.0, 0.0]
     assert list(a["borrowed"]) == [4.0, 0.0, 0.0, 0.0]
-    b = usage_steps(series, "b", 50.0)
-    assert list(b["time"]) == [0.0, 50.0] and list(b["lent"]) == [4.0, 4.0]
+    assert list(a["lent"]) == [0.0, 0.0, 0.0, 0.0]
+    b = queue_steps(series, "b", 50.0)
+    assert list(b["time"]) == [0.0, 10.0, 30.0, 50.0]
+    assert list(b["lent"]) == [4.0, 0.0, 0.0, 0.0]
 
 
 @pytest.fixture(scope="module")

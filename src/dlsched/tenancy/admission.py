@@ -30,7 +30,7 @@ ClusterQueue's borrowed quota, classic) or ``fair_share`` (another ClusterQueue,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 from typing import Any, NamedTuple
 
@@ -64,7 +64,9 @@ KINDS = (GPU, CPU, MEMORY, PODS)
 @dataclass(eq=False, slots=True)
 class Workload:
     """One job's admission state. ``requests`` maps resource kinds (``gpu``, ``cpu``,
-    ``memory`` in MiB, ``pods``) to amounts; ``key`` is what the caller tracks (a job)."""
+    ``memory`` in MiB, ``pods``) to amounts; ``key`` is what the caller tracks (a job).
+    Workloads of one ClusterQueue with equal ``shape`` (hashable; by default derived from the
+    requests and GPU type) must have equal requests and GPU type: they share checks."""
 
     key: Any
     cq: int
@@ -77,7 +79,12 @@ class Workload:
     flavors: tuple[str, ...] = ()
     admitted_at: float = float("nan")
     borrows: bool = False
-    shape: tuple[Any, ...] = field(default=())
+    shape: Any = None
+    needs: list[tuple[_Group, list[tuple[str, float]]]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.shape is None:
+            self.shape = (tuple(sorted(self.requests.items())), self.gpu_type)
 
 
 class Eviction(NamedTuple):
@@ -157,12 +164,17 @@ class Admission:
             for cq in self.cqs
         ]
         self.fair = tenancy.fair_sharing.enabled
+        self._strict = [cq.queueing_strategy == STRICT_FIFO for cq in self.cqs]
+        self._needs: dict[tuple[int, Any], list[tuple[_Group, list[tuple[str, float]]]]] = {}
         self._flavor_type = {
             fl.name: fl.gpu_type for groups in self._groups for g in groups for fl in g.flavors
         }
+        self._typed = any(t is not None for t in self._flavor_type.values())
 
     def gpu_type_of(self, wl: Workload) -> str | None:
         """The GPU type the flavors of an admitted workload select (None: any type)."""
+        if not self._typed:
+            return None
         for name in wl.flavors:
             gpu_type = self._flavor_type.get(name)
             if gpu_type is not None:
@@ -185,6 +197,22 @@ class Admission:
             groups.append(_Group(kinds, tuple(flavors)))
         return groups
 
+    def _needed(self, wl: Workload) -> list[tuple[_Group, list[tuple[str, float]]]]:
+        """The resource groups of ``wl``'s queue it asks something of, each with its (kind,
+        amount) requests there; shared by workloads of one shape."""
+        if wl.needs is not None:
+            return wl.needs
+        key = (wl.cq, wl.shape)
+        found = self._needs.get(key)
+        if found is None:
+            found = self._needs[key] = [
+                (group, needed)
+                for group in self._groups[wl.cq]
+                if (needed := [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0])
+            ]
+        wl.needs = found
+        return found
+
     # ---- workloads in and out ------------------------------------------------------------------
     def never_admitted(self, wl: Workload) -> str | None:
         """Why ``wl`` can never be admitted in its ClusterQueue (None if it can)."""
@@ -193,10 +221,7 @@ class Admission:
         for kind, amount in wl.requests.items():
             if amount > 0 and kind not in kinds and kind != PODS:
                 return f"ClusterQueue {cq.name!r} has no quota for {kind}"
-        for group in self._groups[wl.cq]:
-            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
-            if not needed:
-                continue
+        for group, needed in self._needed(wl):
             possible = False
             for fl in group.flavors:
                 if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
@@ -211,8 +236,6 @@ class Admission:
 
     def submit(self, wl: Workload) -> None:
         """``wl`` waits for admission (new, or back after an eviction)."""
-        if not wl.shape:
-            wl.shape = (tuple(sorted(wl.requests.items())), wl.gpu_type)
         buckets = self.pending[wl.cq]
         heap = buckets.get(wl.shape)
         if heap is None:
@@ -222,11 +245,8 @@ class Admission:
         self._waiting_in_tree[self.quota.root[wl.cq]].add(wl.cq)
         self._dirty.add(wl.cq)
 
-    def finish(self, wl: Workload) -> None:
-        """An admitted workload ended: its quota is free again."""
-        self._release(wl)
-
-    def _release(self, wl: Workload) -> None:
+    def release(self, wl: Workload) -> None:
+        """An admitted workload ended or was evicted: its quota is free again."""
         assert wl.assignment is not None
         self.quota.remove(wl.cq, wl.assignment)
         del self.admitted[wl.cq][wl]
@@ -248,7 +268,7 @@ class Admission:
         a = self._assign(wl)
         if a.mode != FIT:
             return False
-        self._take(wl, a, now)
+        self._take(wl, a, now, a.borrows)
         return True
 
     # ---- the cycle -------------------------------------------------------------------------------
@@ -260,14 +280,16 @@ class Admission:
         while self._dirty:
             dirty, self._dirty = self._dirty, set()
             candidates = []
-            for cq in sorted(dirty):
+            for cq in sorted(dirty) if len(dirty) > 1 else dirty:
                 if self.pending_count[cq]:
                     found = self._candidate(cq)
                     if found is not None:
                         candidates.append(found)
             if not candidates:
                 break
-            if self.fair:
+            if len(candidates) == 1:
+                pass
+            elif self.fair:
                 candidates.sort(
                     key=lambda c: (
                         self.quota.share(c[0].cq, c[1].request),
@@ -280,10 +302,13 @@ class Admission:
                 candidates.sort(
                     key=lambda c: (c[1].borrows, -c[0].priority, c[0].created, c[0].seq)
                 )
+            # Until the first admission of a round the quota is as the candidates saw it, and
+            # until the first eviction each queue's own usage is (one candidate per queue).
+            changed = evicted = False
             for wl, assignment, targets in candidates:
-                self._dirty.add(wl.cq)
                 if targets:
                     if any(t.workload.assignment is None for t in targets):
+                        self._dirty.add(wl.cq)
                         continue
                     for t in targets:
                         self.quota.remove(t.workload.cq, t.workload.assignment or {})
@@ -291,13 +316,20 @@ class Admission:
                     for t in targets:
                         self.quota.add(t.workload.cq, t.workload.assignment or {})
                     if not ok:
+                        self._dirty.add(wl.cq)
                         continue
                     for t in targets:
-                        self._release(t.workload)
-                elif not self.quota.fits(wl.cq, assignment.request):
+                        self.release(t.workload)
+                    evicted = True
+                elif changed and not self.quota.fits(wl.cq, assignment.request):
+                    self._dirty.add(wl.cq)
                     continue
                 self._pop(wl)
-                self._take(wl, assignment, now)
+                self._take(wl, assignment, now, None if evicted else assignment.borrows)
+                changed = True
+                if self.pending_count[wl.cq]:
+                    # Its next head is a candidate of the next round.
+                    self._dirty.add(wl.cq)
                 out.append(Admitted(wl, tuple(targets)))
         return out
 
@@ -329,11 +361,15 @@ class Admission:
         if not self.pending_count[wl.cq]:
             self._waiting_in_tree[self.quota.root[wl.cq]].discard(wl.cq)
 
-    def _take(self, wl: Workload, a: _Assignment, now: float) -> None:
+    def _take(self, wl: Workload, a: _Assignment, now: float, borrows: bool | None) -> None:
+        """Admit ``wl`` with assignment ``a``; ``borrows``: whether it borrows, when known (the
+        assignment's, if the queue's usage has not changed since), None to find out."""
         self.quota.add(wl.cq, a.request)
         wl.assignment = a.request
         wl.flavors = a.flavors
-        wl.borrows = any(self.quota.borrowing(wl.cq, fr) for fr in a.request)
+        if borrows is None:
+            borrows = any(self.quota.borrowing(wl.cq, fr) for fr in a.request)
+        wl.borrows = borrows
         wl.admitted_at = now
         self.admitted[wl.cq][wl] = None
         if wl.borrows:
@@ -362,9 +398,8 @@ class Admission:
         classic reclaim needs)."""
         quota = self.quota
         usage, nominal = quota.usage[wl.cq], quota.nominal[wl.cq]
-        for group in self._groups[wl.cq]:
-            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
-            if needed and not any(
+        for group, needed in self._needed(wl):
+            if not any(
                 all(
                     usage.get(fl.frs[k], 0.0) + a <= nominal.get(fl.frs[k], 0.0) + EPS
                     for k, a in needed
@@ -378,10 +413,7 @@ class Admission:
         """How much more quota ``wl`` needs than its queue may take now (its best flavors)."""
         quota = self.quota
         total = 0.0
-        for group in self._groups[wl.cq]:
-            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
-            if not needed:
-                continue
+        for group, needed in self._needed(wl):
             best = float("inf")
             for fl in group.flavors:
                 if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
@@ -392,8 +424,12 @@ class Admission:
         return total
 
     def _candidate(self, cq: int) -> tuple[Workload, _Assignment, list[Eviction]] | None:
-        heads = sorted(heap[0] for heap in self.pending[cq].values())
-        strict = self.cqs[cq].queueing_strategy == STRICT_FIFO
+        buckets = self.pending[cq]
+        if len(buckets) == 1:
+            heads = [next(iter(buckets.values()))[0]]
+        else:
+            heads = sorted(heap[0] for heap in buckets.values())
+        strict = self._strict[cq]
         tried: list[Workload] = []
         for entry in heads:
             wl = entry[3]
@@ -415,23 +451,22 @@ class Admission:
         quota = self.quota
         cq = wl.cq
         fung = self.cqs[cq].fungibility
+        nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
+        gpu_type = wl.gpu_type
         request: dict[int, float] = {}
         mode, borrows = FIT, False
         flavors: list[str] = []
-        for group in self._groups[cq]:
-            needed = [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0]
-            if not needed:
-                continue
+        for group, needed in self._needed(wl):
             best: tuple[int, bool, _Flavor] | None = None
             for fl in group.flavors:
-                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
+                if gpu_type and fl.gpu_type and not gpu_type_matches(gpu_type, fl.gpu_type):
                     continue
                 fmode, fborrow = FIT, False
                 for kind, amount in needed:
                     fr = fl.frs[kind]
-                    nominal = quota.nominal[cq].get(fr, 0.0) + EPS
-                    if amount <= quota.available(cq, fr) + EPS:
-                        fborrow = fborrow or quota.usage[cq].get(fr, 0.0) + amount > nominal
+                    nominal = nominals.get(fr, 0.0) + EPS
+                    if amount <= available(cq, fr) + EPS:
+                        fborrow = fborrow or usage.get(fr, 0.0) + amount > nominal
                     elif self._preempts[cq] and amount <= quota.potential(cq, fr) + EPS:
                         # As Kueue: a flavor reached by preempting borrows when the request
                         # alone exceeds the nominal quota.

@@ -58,6 +58,8 @@ class QuotaTree:
             if p is not None:
                 self.children[p].append(i)
         self.root = [self._root_of(i) for i in range(n)]
+        # Each node and its ancestors up to its root.
+        self.chain: list[list[int]] = [self._chain(i) for i in range(n)]
         self.subtree: list[dict[int, float]] = [{} for _ in range(n)]
         self.guaranteed: list[dict[int, float]] = [{} for _ in range(n)]
         for r in {self.root[i] for i in range(n)}:
@@ -82,6 +84,14 @@ class QuotaTree:
             node, parent = parent, self.parent[parent]
         return node
 
+    def _chain(self, node: int) -> list[int]:
+        chain = [node]
+        parent = self.parent[node]
+        while parent is not None:
+            chain.append(parent)
+            parent = self.parent[parent]
+        return chain
+
     def _fill_subtree(self, node: int) -> None:
         total = dict(self.nominal[node])
         for child in self.children[node]:
@@ -96,21 +106,25 @@ class QuotaTree:
     def available(self, node: int, fr: int) -> float:
         """How much of ``fr`` the node may still take (its unused guaranteed part plus what
         its ancestors may give it, within borrowing limits)."""
-        parent = self.parent[node]
-        usage = self.usage[node].get(fr, 0.0)
-        if parent is None:
-            return self.subtree[node].get(fr, 0.0) - usage
-        guaranteed = self.guaranteed[node].get(fr, 0.0)
-        local = guaranteed - usage if guaranteed > usage else 0.0
-        from_parent = self.available(parent, fr)
-        limit = self.borrow_limit[node].get(fr)
-        if limit is not None:
-            stored = self.subtree[node].get(fr, 0.0) - guaranteed
-            in_parent = usage - guaranteed if usage > guaranteed else 0.0
-            cap = stored - in_parent + limit
-            if cap < from_parent:
-                from_parent = cap
-        return local + from_parent
+        # From the root down: what a node may take is its unused guaranteed part plus what its
+        # parent may give, capped by its borrowing limit (iterative: this is the hot path).
+        chain = self.chain[node]
+        root = chain[-1]
+        value = self.subtree[root].get(fr, 0.0) - self.usage[root].get(fr, 0.0)
+        for i in range(len(chain) - 2, -1, -1):
+            n = chain[i]
+            usage = self.usage[n].get(fr, 0.0)
+            guaranteed = self.guaranteed[n].get(fr, 0.0)
+            limit = self.borrow_limit[n].get(fr)
+            if limit is not None:
+                stored = self.subtree[n].get(fr, 0.0) - guaranteed
+                in_parent = usage - guaranteed if usage > guaranteed else 0.0
+                cap = stored - in_parent + limit
+                if cap < value:
+                    value = cap
+            if guaranteed > usage:
+                value += guaranteed - usage
+        return value
 
     def potential(self, node: int, fr: int) -> float:
         """What the node could take of ``fr`` if nothing were in use anywhere."""
@@ -149,35 +163,31 @@ class QuotaTree:
     def add(self, node: int, request: Mapping[int, float]) -> None:
         """Charge ``request`` to the node (and the part beyond its guarantee to its parents)."""
         for fr, amount in request.items():
-            self._add(node, fr, amount)
-
-    def _add(self, node: int, fr: int, amount: float) -> None:
-        while True:
-            usage = self.usage[node]
-            before = usage.get(fr, 0.0)
-            guaranteed = self.guaranteed[node].get(fr, 0.0)
-            local = guaranteed - before if guaranteed > before else 0.0
-            usage[fr] = before + amount
-            parent = self.parent[node]
-            if amount <= local or parent is None:
-                return
-            node, amount = parent, amount - local
+            at = node
+            while True:
+                usage = self.usage[at]
+                before = usage.get(fr, 0.0)
+                guaranteed = self.guaranteed[at].get(fr, 0.0)
+                local = guaranteed - before if guaranteed > before else 0.0
+                usage[fr] = before + amount
+                parent = self.parent[at]
+                if amount <= local or parent is None:
+                    break
+                at, amount = parent, amount - local
 
     def remove(self, node: int, request: Mapping[int, float]) -> None:
         """Release what :meth:`add` charged."""
         for fr, amount in request.items():
-            self._remove(node, fr, amount)
-
-    def _remove(self, node: int, fr: int, amount: float) -> None:
-        while True:
-            usage = self.usage[node]
-            before = usage.get(fr, 0.0)
-            usage[fr] = before - amount
-            parent = self.parent[node]
-            stored = before - self.guaranteed[node].get(fr, 0.0)
-            if stored <= 0 or parent is None:
-                return
-            node, amount = parent, min(amount, stored)
+            at = node
+            while True:
+                usage = self.usage[at]
+                before = usage.get(fr, 0.0)
+                usage[fr] = before - amount
+                parent = self.parent[at]
+                stored = before - self.guaranteed[at].get(fr, 0.0)
+                if stored <= 0 or parent is None:
+                    break
+                at, amount = parent, min(amount, stored)
 
     # ---- fair sharing ------------------------------------------------------------------------
     def share(self, node: int, extra: Mapping[int, float] | None = None) -> float:

@@ -3,8 +3,9 @@
 - ``tenants``: per ClusterQueue, its finished jobs' average JCT, queueing and slowdown (JCT ÷
   run time), its nominal GPU quota, the GPUs it held and borrowed on average over the run
   (admission to finish or eviction, time-weighted), the GPUs it lent (the cohort tree's average
-  borrowing split in proportion to each queue's average unused nominal quota — an attribution,
-  as quota lent is not tied to one lender), and its evictions by cause;
+  borrowing, at most its queues' average unused nominal quota, split in proportion to each
+  queue's average unused nominal quota — an attribution, as quota lent is not tied to one
+  lender), and its evictions by cause;
 - ``preemptions_by_cause``: evictions by admission (of running jobs, counted in
   ``preemptions`` too, and of admitted jobs that had not started yet), by cause
   (``priority``: within a queue, ``reclaim``: quota taken back by its owner, ``fair_share``:
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dlsched.tenancy.admission import CAUSES
 from dlsched.tenancy.stage import AdmissionStage
@@ -40,8 +42,9 @@ def no_tenants() -> dict[str, Any]:
     return dict.fromkeys(TENANT_KEYS)
 
 
-def _mean(values: np.ndarray) -> float | None:
-    return float(values.mean()) if values.size else None
+def _mean(totals: np.ndarray, counts: np.ndarray, i: int) -> float | None:
+    """Entry ``i`` of ``totals / counts``, None (not 0) for no values."""
+    return float(totals[i] / counts[i]) if counts[i] else None
 
 
 def jain(values: list[float]) -> float | None:
@@ -59,18 +62,24 @@ def tenant_summary(
     trace row order."""
     per_queue = stage.report(end)
     row_cq = np.array(stage.row_cq, dtype=np.int64)
-    finished = np.array([s == "finished" for s in jobs.column("status").to_pylist()], dtype=bool)
+    finished = pc.equal(jobs.column("status"), "finished").to_numpy(zero_copy_only=False)
     jct = jobs.column("jct_s").to_numpy(zero_copy_only=False).astype(float)
     queue = jobs.column("queue_s").to_numpy(zero_copy_only=False).astype(float)
     run = jobs.column("run_time_s").to_numpy(zero_copy_only=False).astype(float)
+    n = len(stage.names)
+    mine = finished & (row_cq >= 0)
+    ran = mine & (run > 0)
+    count = np.bincount(row_cq[mine], minlength=n)
+    jct_sum = np.bincount(row_cq[mine], weights=jct[mine], minlength=n)
+    queue_sum = np.bincount(row_cq[mine], weights=queue[mine], minlength=n)
+    ran_count = np.bincount(row_cq[ran], minlength=n)
+    slowdown_sum = np.bincount(row_cq[ran], weights=jct[ran] / run[ran], minlength=n)
     for cq, name in enumerate(stage.names):
-        mine = finished & (row_cq == cq)
-        ran = mine & (run > 0)
         per_queue[name].update(
-            jobs=int(mine.sum()),
-            avg_jct_s=_mean(jct[mine]),
-            avg_queue_s=_mean(queue[mine]),
-            avg_slowdown=_mean(jct[ran] / run[ran]),
+            jobs=int(count[cq]),
+            avg_jct_s=_mean(jct_sum, count, cq),
+            avg_queue_s=_mean(queue_sum, count, cq),
+            avg_slowdown=_mean(slowdown_sum, ran_count, cq),
         )
     _lent(stage, per_queue)
     nominal_total = sum(q["nominal_gpus"] for q in per_queue.values())
@@ -113,4 +122,4 @@ def _lent(stage: AdmissionStage, per_queue: dict[str, dict[str, Any]]) -> None:
         ]
         total = sum(unused)
         for q, u in zip(qs, unused, strict=True):
-            q["lent_gpus_avg"] = borrowed * u / total if total > 0 else 0.0
+            q["lent_gpus_avg"] = min(borrowed, total) * u / total if total > 0 else 0.0

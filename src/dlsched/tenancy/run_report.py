@@ -12,9 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -23,6 +21,7 @@ from dlsched.analysis.figures import DPI, new_figure
 from dlsched.analysis.html import page_start, paragraph, table
 from dlsched.metrics.rundir import TENANTS_FILE, read_summary
 from dlsched.outdir import DirKind
+from dlsched.tenancy.series import queue_steps
 
 INDEX, STATS, USAGE, JCT = "index.html", "stats.json", "usage.png", "jct.png"
 TENANT_REPORT_DIR = DirKind("tenant report directory", (INDEX, STATS, USAGE, JCT))
@@ -41,18 +40,6 @@ def is_job_run(path: str | Path) -> bool:
     )
 
 
-def usage_steps(series: pa.Table, queue: str, end: float) -> dict[str, np.ndarray]:
-    """One queue's step series from ``tenants.parquet`` rows, its last value held to ``end``:
-    arrays ``time``, ``used``, ``borrowed``, ``lent`` of equal length (for ``where="post"``)."""
-    mine = series.filter(pc.equal(series.column("queue"), queue))
-    out = {}
-    for key in ("time", "used", "borrowed", "lent"):
-        values = mine.column(key).to_numpy()
-        last = end if key == "time" else (values[-1] if len(values) else 0.0)
-        out[key] = np.append(values, last)
-    return out
-
-
 def _usage_figure(series: pa.Table, tenants: dict[str, Any], end: float) -> Figure:
     names = list(tenants)
     cols = min(COLUMNS, len(names))
@@ -61,7 +48,7 @@ def _usage_figure(series: pa.Table, tenants: dict[str, Any], end: float) -> Figu
     FigureCanvasAgg(figure)
     axes = figure.subplots(rows, cols, squeeze=False).ravel()
     for ax, name in zip(axes, names, strict=False):
-        steps = usage_steps(series, name, end)
+        steps = queue_steps(series, name, end)
         hours = steps["time"] / 3600
         ax.step(hours, steps["used"], where="post", label="GPUs held")
         ax.step(hours, steps["borrowed"], where="post", label="borrowed")

@@ -13,9 +13,12 @@ The stage also keeps what the run reports per ClusterQueue (:meth:`AdmissionStag
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from dlsched.tenancy.admission import CAUSES, Admission, Workload
 from dlsched.tenancy.errors import TenancyError
@@ -68,17 +71,15 @@ class AdmissionStage:
         gpu_frs = {fr for fr, (_, name) in quota.fr_names.items() if resource_kind(name) == GPU}
         self._gpu_frs = [[fr for fr in quota.nominal[cq] if fr in gpu_frs] for cq in index.values()]
         n = len(self.names)
-        # Per queue: GPUs in use and borrowed since ``_since``, and their integrals before.
-        self._since = [0.0] * n
+        # Per queue: GPUs in use and borrowed as last noted.
         self._used = [0.0] * n
         self._borrowed = [0.0] * n
-        self._used_s = [0.0] * n
-        self._borrowed_s = [0.0] * n
         self._start: float | None = None
         # (time, queue, GPUs in use, GPUs borrowed) at each change: the quota time series.
-        self.changes: list[tuple[float, int, float, float]] = []
-        self._never: dict[tuple[int, Any], str | None] = {}
-        self._requests: dict[Any, dict[str, float]] = {}
+        self._changes = array("d")
+        self._never: dict[tuple[int, int], str | None] = {}
+        self._shapes: dict[Any, int] = {}
+        self._requests: list[dict[str, float]] = []
 
     def _resolve(
         self, queue_map: QueueMap, vc: str | None, user: str | None, index: dict[str, int]
@@ -145,15 +146,19 @@ class AdmissionStage:
         return self.admission.quota.index[lq.cluster_queue]
 
     def _enter(self, job: Any, cq: int, priority: int, demand: Any, now: float) -> str | None:
-        requests = self._requests.get(demand)
-        if requests is None:
+        # Equal demands share one small shape number: the admission keys its checks by it.
+        shape = self._shapes.get(demand)
+        if shape is None:
+            shape = self._shapes[demand] = len(self._shapes)
             asked = {GPU: float(demand.gpus), CPU: demand.cpus, MEMORY: demand.memory_mib}
             requests = {k: v for k, v in asked.items() if v}
             requests[PODS] = 1.0
-            self._requests[demand] = requests
+            self._requests.append(requests)
         self._seq += 1
-        wl = Workload(job, cq, priority, now, self._seq, requests, demand.gpu_type, shape=demand)
-        key = (cq, demand)
+        wl = Workload(
+            job, cq, priority, now, self._seq, self._requests[shape], demand.gpu_type, shape=shape
+        )
+        key = (cq, shape)
         if key in self._never:
             reason = self._never[key]
         else:
@@ -171,8 +176,9 @@ class AdmissionStage:
     def finish(self, job: Any, now: float) -> None:
         """An admitted job ended: its quota is free again."""
         wl = self._workloads.pop(job)
-        self.admission.finish(wl)
-        self._note(wl.cq, now)
+        cq = wl.cq
+        self.admission.release(wl)
+        self._note(cq, now)
 
     def queue_of(self, job: Any) -> str:
         return self.names[self._workloads[job].cq]
@@ -207,6 +213,10 @@ class AdmissionStage:
         those borrowed beyond its nominal quota)."""
         quota = self.admission.quota
         frs = self._gpu_frs[cq]
+        if len(frs) == 1:
+            nominal = quota.nominal[cq].get(frs[0], 0.0)
+            used = quota.usage[cq].get(frs[0], 0.0)
+            return nominal, used, used - nominal if used > nominal else 0.0
         nominal = sum(quota.nominal[cq].get(fr, 0.0) for fr in frs)
         used = sum(quota.usage[cq].get(fr, 0.0) for fr in frs)
         borrowed = sum(
@@ -217,21 +227,36 @@ class AdmissionStage:
     def _note(self, cq: int, now: float) -> None:
         _, used, borrowed = self.gpu_usage(cq)
         if used != self._used[cq] or borrowed != self._borrowed[cq]:
-            self._integrate(cq, now)
             self._used[cq], self._borrowed[cq] = used, borrowed
-            self.changes.append((now, cq, used, borrowed))
+            self._changes.extend((now, cq, used, borrowed))
 
-    def _integrate(self, cq: int, now: float) -> None:
-        dt = now - self._since[cq]
-        self._used_s[cq] += self._used[cq] * dt
-        self._borrowed_s[cq] += self._borrowed[cq] * dt
-        self._since[cq] = now
+    def change_array(self) -> np.ndarray:
+        """Every change of a queue's GPUs in use or borrowed, in time order: rows (time, queue,
+        GPUs in use, GPUs borrowed) of a float array (a copy)."""
+        return np.array(self._changes, dtype=np.float64).reshape(-1, 4)
+
+    def _integrals(self, end: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per queue, GPU-seconds in use and borrowed from the first change to ``end``."""
+        n = len(self.names)
+        change = self.change_array()
+        if not len(change):
+            return np.zeros(n), np.zeros(n)
+        cq = change[:, 1].astype(np.int64)
+        order = np.argsort(cq, kind="stable")
+        t, cq = change[order, 0], cq[order]
+        # Each value holds until its queue's next change, the last one until the end.
+        until = np.append(t[1:], end)
+        last = np.append(cq[1:] != cq[:-1], True)
+        until[last] = end
+        dt = until - t
+        used = np.bincount(cq, weights=change[order, 2] * dt, minlength=n)
+        borrowed = np.bincount(cq, weights=change[order, 3] * dt, minlength=n)
+        return used, borrowed
 
     def report(self, end: float) -> dict[str, dict[str, Any]]:
         """Per ClusterQueue: nominal GPU quota, time-averaged GPUs in use and borrowed over
         the run, and evictions by cause."""
-        for cq in range(len(self.names)):
-            self._integrate(cq, end)
+        used_s, borrowed_s = self._integrals(end)
         span = end - (self._start if self._start is not None else end)
         out: dict[str, dict[str, Any]] = {}
         for cq, name in enumerate(self.names):
@@ -239,8 +264,8 @@ class AdmissionStage:
             out[name] = {
                 "cohort": self.tenancy.cluster_queues[name].cohort,
                 "nominal_gpus": nominal,
-                "used_gpus_avg": self._used_s[cq] / span if span > 0 else None,
-                "borrowed_gpus_avg": self._borrowed_s[cq] / span if span > 0 else None,
+                "used_gpus_avg": float(used_s[cq]) / span if span > 0 else None,
+                "borrowed_gpus_avg": float(borrowed_s[cq]) / span if span > 0 else None,
                 "preemptions": dict(self.preemptions[cq]),
             }
         return out
