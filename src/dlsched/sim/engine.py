@@ -7,11 +7,30 @@ callback propagate out of :meth:`Engine.run` unchanged; the engine never swallow
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from heapq import heappop, heappush
 from typing import Any
 
 Callback = Callable[[Any], None]
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Keep the objects alive on entry (a run's trace columns and cluster, millions of them for
+    a large trace) out of the garbage collector's full collections until exit. Each full
+    collection of a long run would otherwise traverse them all again; what the run allocates
+    is collected as usual. Does nothing when the caller froze objects itself (it owns that
+    state), so nesting is safe."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class Engine:

@@ -49,7 +49,7 @@ from dlsched.scheduler.allocation import AllocationScheduler
 from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan
 from dlsched.sim.config import RestartCost, SimConfig
-from dlsched.sim.engine import Engine
+from dlsched.sim.engine import Engine, frozen_heap
 from dlsched.sim.faults import MtbfModel, read_outages
 from dlsched.sim.groups import Group, build_groups
 from dlsched.sim.job import DONE, PENDING, RUNNING, KindJob, SimJob
@@ -309,7 +309,8 @@ class Simulator:
             if manager is not None:
                 manager.bind(self._submit[0], self.trace.origin_unix, self.config.seed)
                 self.engine.schedule(self._submit[0], P_POWER, self._on_power_step, 0)
-            self.engine.run()
+            with frozen_heap():
+                self.engine.run()
         if self._live:
             waiting = [
                 g.policy for g in self.groups if any(q.pending_jobs for q in g.scheduler.pools)
@@ -605,8 +606,9 @@ class Simulator:
                 self._withdraw(victim)
             self.admission.requeue(victim)
             self._dirty[victim.group].add(victim.pool)
+        typed = self.admission.typed_flavors
         for job in handed:
-            gpu_type = self.admission.gpu_type_of(job)
+            gpu_type = self.admission.gpu_type_of(job) if typed else None
             d = job.demand
             if gpu_type is not None and d.gpu_type is None:
                 job.demand = replace(d, gpu_type=gpu_type)

@@ -81,10 +81,13 @@ class Workload:
     borrows: bool = False
     shape: Any = None
     needs: list[tuple[_Group, list[tuple[str, float]]]] | None = None
+    options: FlavorOptions | None = None
 
-    def __post_init__(self) -> None:
+    def shape_key(self) -> Any:
+        """``shape``, derived from the requests and GPU type when not given."""
         if self.shape is None:
             self.shape = (tuple(sorted(self.requests.items())), self.gpu_type)
+        return self.shape
 
 
 class Eviction(NamedTuple):
@@ -105,6 +108,11 @@ class _Flavor(NamedTuple):
     name: str
     gpu_type: str | None
     frs: Mapping[str, int]
+
+
+FlavorOptions = list[list[tuple["_Flavor", tuple[tuple[int, float], ...]]]]
+"""Per resource group a workload asks something of, the flavors it may take, in order, each
+with the (flavor-resource number, amount) pairs it would charge there."""
 
 
 class _Group(NamedTuple):
@@ -166,14 +174,15 @@ class Admission:
         self.fair = tenancy.fair_sharing.enabled
         self._strict = [cq.queueing_strategy == STRICT_FIFO for cq in self.cqs]
         self._needs: dict[tuple[int, Any], list[tuple[_Group, list[tuple[str, float]]]]] = {}
+        self._option_cache: dict[tuple[int, Any], FlavorOptions] = {}
         self._flavor_type = {
             fl.name: fl.gpu_type for groups in self._groups for g in groups for fl in g.flavors
         }
-        self._typed = any(t is not None for t in self._flavor_type.values())
+        self.typed = any(t is not None for t in self._flavor_type.values())
 
     def gpu_type_of(self, wl: Workload) -> str | None:
         """The GPU type the flavors of an admitted workload select (None: any type)."""
-        if not self._typed:
+        if not self.typed:
             return None
         for name in wl.flavors:
             gpu_type = self._flavor_type.get(name)
@@ -202,7 +211,7 @@ class Admission:
         amount) requests there; shared by workloads of one shape."""
         if wl.needs is not None:
             return wl.needs
-        key = (wl.cq, wl.shape)
+        key = (wl.cq, wl.shape_key())
         found = self._needs.get(key)
         if found is None:
             found = self._needs[key] = [
@@ -211,6 +220,28 @@ class Admission:
                 if (needed := [(k, a) for k in group.kinds if (a := wl.requests.get(k, 0.0)) > 0])
             ]
         wl.needs = found
+        return found
+
+    def flavor_options(self, wl: Workload) -> FlavorOptions:
+        """Per resource group ``wl`` asks something of, the flavors its GPU type allows, in
+        order, each with the (flavor-resource, amount) pairs it would charge."""
+        if wl.options is not None:
+            return wl.options
+        key = (wl.cq, wl.shape_key())
+        found = self._option_cache.get(key)
+        if found is None:
+            gpu_type = wl.gpu_type
+            found = self._option_cache[key] = [
+                [
+                    (fl, tuple((fl.frs[k], a) for k, a in needed))
+                    for fl in group.flavors
+                    if not (
+                        gpu_type and fl.gpu_type and not gpu_type_matches(gpu_type, fl.gpu_type)
+                    )
+                ]
+                for group, needed in self._needed(wl)
+            ]
+        wl.options = found
         return found
 
     # ---- workloads in and out ------------------------------------------------------------------
@@ -237,9 +268,10 @@ class Admission:
     def submit(self, wl: Workload) -> None:
         """``wl`` waits for admission (new, or back after an eviction)."""
         buckets = self.pending[wl.cq]
-        heap = buckets.get(wl.shape)
+        shape = wl.shape if wl.shape is not None else wl.shape_key()
+        heap = buckets.get(shape)
         if heap is None:
-            heap = buckets[wl.shape] = []
+            heap = buckets[shape] = []
         heappush(heap, (-wl.priority, wl.created, wl.seq, wl))
         self.pending_count[wl.cq] += 1
         self._waiting_in_tree[self.quota.root[wl.cq]].add(wl.cq)
@@ -348,9 +380,13 @@ class Admission:
         return True
 
     def _pop(self, wl: Workload) -> None:
-        heap = self.pending[wl.cq][wl.shape]
+        cq = wl.cq
+        heap = self.pending[cq][wl.shape]
         assert heap[0][3] is wl
         heappop(heap)
+        if heap:
+            self.pending_count[cq] -= 1
+            return
         self._left(wl, heap)
 
     def _left(self, wl: Workload, heap: list[Any]) -> None:
@@ -411,14 +447,12 @@ class Admission:
 
     def _deficit(self, wl: Workload) -> float:
         """How much more quota ``wl`` needs than its queue may take now (its best flavors)."""
-        quota = self.quota
+        available = self.quota.available
         total = 0.0
-        for group, needed in self._needed(wl):
+        for options in self.flavor_options(wl):
             best = float("inf")
-            for fl in group.flavors:
-                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
-                    continue
-                lack = sum(max(0.0, a - quota.available(wl.cq, fl.frs[k])) for k, a in needed)
+            for _, pairs in options:
+                lack = sum(max(0.0, a - available(wl.cq, fr)) for fr, a in pairs)
                 best = min(best, lack)
             total += best
         return total
@@ -450,24 +484,20 @@ class Admission:
         """Flavor assignment (module docstring): the mode is the worst over resource groups."""
         quota = self.quota
         cq = wl.cq
-        fung = self.cqs[cq].fungibility
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
-        gpu_type = wl.gpu_type
+        preempts = self._preempts[cq]
         request: dict[int, float] = {}
         mode, borrows = FIT, False
         flavors: list[str] = []
-        for group, needed in self._needed(wl):
-            best: tuple[int, bool, _Flavor] | None = None
-            for fl in group.flavors:
-                if gpu_type and fl.gpu_type and not gpu_type_matches(gpu_type, fl.gpu_type):
-                    continue
+        for options in wl.options if wl.options is not None else self.flavor_options(wl):
+            best: tuple[int, bool, _Flavor, tuple[tuple[int, float], ...]] | None = None
+            for fl, pairs in options:
                 fmode, fborrow = FIT, False
-                for kind, amount in needed:
-                    fr = fl.frs[kind]
+                for fr, amount in pairs:
                     nominal = nominals.get(fr, 0.0) + EPS
                     if amount <= available(cq, fr) + EPS:
                         fborrow = fborrow or usage.get(fr, 0.0) + amount > nominal
-                    elif self._preempts[cq] and amount <= quota.potential(cq, fr) + EPS:
+                    elif preempts and amount <= quota.potential(cq, fr) + EPS:
                         # As Kueue: a flavor reached by preempting borrows when the request
                         # alone exceeds the nominal quota.
                         fmode = PREEMPTS
@@ -478,26 +508,27 @@ class Admission:
                 if fmode == NO_FIT:
                     continue
                 if fmode == FIT and not fborrow:
-                    best = (FIT, False, fl)
+                    best = (FIT, False, fl, pairs)
                     break
+                fung = self.cqs[cq].fungibility
                 if fmode == FIT:
                     if best is None or best[0] != FIT:
-                        best = (FIT, True, fl)
+                        best = (FIT, True, fl, pairs)
                     if fung.when_can_borrow == BORROW:
                         break
                 else:
                     if best is None or (best[0] == PREEMPTS and best[1] and not fborrow):
-                        best = (PREEMPTS, fborrow, fl)
+                        best = (PREEMPTS, fborrow, fl, pairs)
                     if fung.when_can_preempt == PREEMPT:
                         break
             if best is None:
                 return _Assignment(NO_FIT, {}, False, ())
-            bmode, bborrow, bfl = best
-            mode = max(mode, bmode)
+            bmode, bborrow, bfl, bpairs = best
+            if bmode > mode:
+                mode = bmode
             borrows = borrows or bborrow
             flavors.append(bfl.name)
-            for kind, amount in needed:
-                request[bfl.frs[kind]] = amount
+            request.update(bpairs)
         return _Assignment(mode, request, borrows, tuple(flavors))
 
     # ---- preemption --------------------------------------------------------------------------

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -26,8 +25,7 @@ from dlsched.tenancy.model import CPU, GPU, MEMORY, PODS, Tenancy, resource_kind
 from dlsched.tenancy.queue_map import QueueMap
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """One admission: the job now admitted, and the admitted jobs evicted for it (with the
     cause of each: ``priority``, ``reclaim`` or ``fair_share``)."""
 
@@ -70,6 +68,9 @@ class AdmissionStage:
         quota = self.admission.quota
         gpu_frs = {fr for fr, (_, name) in quota.fr_names.items() if resource_kind(name) == GPU}
         self._gpu_frs = [[fr for fr in quota.nominal[cq] if fr in gpu_frs] for cq in index.values()]
+        # A queue with one GPU flavor-resource (most): its figures without the general sums.
+        self._one_gpu_fr = [frs[0] if len(frs) == 1 else None for frs in self._gpu_frs]
+        self._nominal_gpus = [self.gpu_usage(cq)[0] for cq in range(len(self._gpu_frs))]
         n = len(self.names)
         # Per queue: GPUs in use and borrowed as last noted.
         self._used = [0.0] * n
@@ -77,7 +78,8 @@ class AdmissionStage:
         self._start: float | None = None
         # (time, queue, GPUs in use, GPUs borrowed) at each change: the quota time series.
         self._changes = array("d")
-        self._never: dict[tuple[int, int], str | None] = {}
+        # Per (queue, shape): why it can never be admitted, or its flavor options.
+        self._checked: dict[tuple[int, int], tuple[str | None, Any]] = {}
         self._shapes: dict[Any, int] = {}
         self._requests: list[dict[str, float]] = []
 
@@ -159,10 +161,14 @@ class AdmissionStage:
             job, cq, priority, now, self._seq, self._requests[shape], demand.gpu_type, shape=shape
         )
         key = (cq, shape)
-        if key in self._never:
-            reason = self._never[key]
-        else:
-            reason = self._never[key] = self.admission.never_admitted(wl)
+        checked = self._checked.get(key)
+        if checked is None:
+            reason = self.admission.never_admitted(wl)
+            checked = self._checked[key] = (
+                reason,
+                None if reason is not None else self.admission.flavor_options(wl),
+            )
+        reason, wl.options = checked
         if reason is not None:
             return reason
         self._workloads[job] = wl
@@ -184,8 +190,14 @@ class AdmissionStage:
         return self.names[self._workloads[job].cq]
 
     def gpu_type_of(self, job: Any) -> str | None:
-        """The GPU type the flavors an admitted job got select (None: any)."""
+        """The GPU type the flavors an admitted job got select (None: any; always None
+        when :attr:`typed_flavors` is false)."""
         return self.admission.gpu_type_of(self._workloads[job])
+
+    @property
+    def typed_flavors(self) -> bool:
+        """Whether some flavor selects a GPU type (else no admission changes a job's)."""
+        return self.admission.typed
 
     # ---- the stage ---------------------------------------------------------------------------
     def run(self, now: float) -> list[Decision]:
@@ -193,9 +205,12 @@ class AdmissionStage:
         back with :meth:`requeue`."""
         if self._start is None:
             self._start = now
+        admissions = self.admission.schedule(now)
+        if not admissions:
+            return []
         out: list[Decision] = []
         touched: set[int] = set()
-        for admitted in self.admission.schedule(now):
+        for admitted in admissions:
             evicted = []
             for ev in admitted.evictions:
                 self.preemptions[ev.workload.cq][ev.cause] += 1
@@ -225,7 +240,14 @@ class AdmissionStage:
         return nominal, used, borrowed
 
     def _note(self, cq: int, now: float) -> None:
-        _, used, borrowed = self.gpu_usage(cq)
+        fr = self._one_gpu_fr[cq]
+        if fr is not None:
+            used = self.admission.quota.usage[cq].get(fr, 0.0)
+            borrowed = used - self._nominal_gpus[cq]
+            if borrowed < 0.0:
+                borrowed = 0.0
+        else:
+            _, used, borrowed = self.gpu_usage(cq)
         if used != self._used[cq] or borrowed != self._borrowed[cq]:
             self._used[cq], self._borrowed[cq] = used, borrowed
             self._changes.extend((now, cq, used, borrowed))
