@@ -19,7 +19,6 @@ from dlsched.trace.bundled import bundled_trace_path
 from tests.tenancy.kueue_manifests import documents, write
 from tests.tenancy.test_admission_sim import CLUSTER, _config, _rigid
 
-
 Row = tuple[float, str, str, str | None, float, float, float, float | None]
 
 

@@ -139,7 +139,15 @@ def flavor_gpu_type(labels: Mapping[str, str], gpu_types: Iterable[str]) -> str 
 
 class Admission:
     """The admission state of one run: pending and admitted workloads per ClusterQueue and the
-    quota tree (module docstring)."""
+    quota tree (module docstring).
+
+    Queues whose heads cannot be admitted are parked until a change could admit one (see
+    ``__init__``); with :attr:`recheck_all` set (a reference for tests) nothing is parked and
+    every waiting queue of a tree is checked again after every change of the tree's quota, as
+    Kueue requeues inadmissible workloads on each cohort change. Both give the same
+    admissions."""
+
+    recheck_all = False
 
     def __init__(self, tenancy: Tenancy, gpu_types: Iterable[str] = ()) -> None:
         self.tenancy = tenancy
@@ -165,6 +173,21 @@ class Admission:
         self._released = dict.fromkeys(self._tree, 0.0)
         self._parked: dict[int, list[tuple[float, int, int]]] = {r: [] for r in self._tree}
         self._hungry: dict[int, set[int]] = {r: set() for r in self._tree}
+        # In a tree without lending or borrowing limits every queue may take exactly what its
+        # root has free. A parked queue there that cannot preempt and whose heads each ask one
+        # amount of one flavor-resource waits in a heap per (tree, flavor-resource) until the
+        # root has free at least the smallest of those amounts: an exact condition, where the
+        # released-quota rule above also wakes it for quota others take first.
+        nodes = range(len(self.quota.names))
+        self._simple = {
+            r: not any(
+                self.quota.lend_limit[n] or self.quota.borrow_limit[n]
+                for n in nodes
+                if self.quota.root[n] == r
+            )
+            for r in self._tree
+        }
+        self._need_parked: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
         self._version = [0] * len(self.cqs)
         self._preempts = [
             cq.preemption.within_cluster_queue != NEVER
@@ -284,8 +307,9 @@ class Admission:
         del self.admitted[wl.cq][wl]
         root = self.quota.root[wl.cq]
         released = self._released[root] = self._released[root] + sum(wl.assignment.values())
+        freed = wl.assignment
         wl.assignment = None
-        if self.fair:
+        if self.fair or self.recheck_all:
             # Fair sharing's order and targets change with every share: re-check them all.
             self._dirty |= self._waiting_in_tree[root]
             return
@@ -294,6 +318,20 @@ class Admission:
             _, version, cq = heappop(parked)
             if version == self._version[cq]:
                 self._dirty.add(cq)
+        if self._simple[root]:
+            # Its own usage fell: it may now be able to reclaim.
+            if self.pending_count[wl.cq]:
+                self._dirty.add(wl.cq)
+            subtree, usage = self.quota.subtree[root], self.quota.usage[root]
+            for fr in freed:
+                waiting = self._need_parked.get((root, fr))
+                if not waiting:
+                    continue
+                free = subtree.get(fr, 0.0) - usage.get(fr, 0.0)
+                while waiting and waiting[0][0] <= free:
+                    _, version, cq = heappop(waiting)
+                    if version == self._version[cq]:
+                        self._dirty.add(cq)
 
     def admit_now(self, wl: Workload, now: float) -> bool:
         """Admit ``wl`` (not pending) if it fits without preemption; for setting up a state."""
@@ -408,7 +446,10 @@ class Admission:
         wl.borrows = borrows
         wl.admitted_at = now
         self.admitted[wl.cq][wl] = None
-        if wl.borrows:
+        if self.recheck_all or self.fair:
+            # Fair sharing: a share grew, which may let others preempt by it.
+            self._dirty |= self._waiting_in_tree[self.quota.root[wl.cq]]
+        elif wl.borrows:
             hungry = self._hungry[self.quota.root[wl.cq]]
             if hungry:
                 self._dirty |= hungry
@@ -417,17 +458,59 @@ class Admission:
     def _park(self, cq: int, heads: list[Workload]) -> None:
         """No head of ``cq`` can be admitted now: wait for enough released quota, or for a
         borrower to reclaim from (see ``__init__``)."""
-        if self.fair or not heads:
+        if self.fair or not heads or self.recheck_all:
             return
         root = self.quota.root[cq]
         self._version[cq] += 1
-        deficit = min(self._deficit(wl) for wl in heads)
+        settled = self._cannot_preempt(cq)
+        if settled and self._simple[root]:
+            need = self._one_need(heads)
+            if need is not None:
+                fr, amount = need
+                waiting = self._need_parked.setdefault((root, fr), [])
+                heappush(waiting, (amount - EPS, self._version[cq], cq))
+                return
+        # Released quota together with what preempting frees may admit a head of a queue that
+        # can preempt, whatever its deficit: such a queue waits for any release.
+        deficit = min(self._deficit(wl) for wl in heads) if settled else 0.0
         heappush(self._parked[root], (self._released[root] + deficit - EPS, self._version[cq], cq))
         pol = self.cqs[cq].preemption
         if pol.reclaim_within_cohort != NEVER and (
             pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads)
         ):
             self._hungry[root].add(cq)
+
+    def _cannot_preempt(self, cq: int) -> bool:
+        """Whether no workload of ``cq`` can be admitted by preempting now (classic
+        preemption): it may not preempt within itself, and it may not reclaim, or reclaim could
+        not help (it may not borrow while preempting and uses at least its nominal quota of
+        every flavor-resource: :meth:`_targets` then finds no candidates)."""
+        if self.fair:
+            return False
+        pol = self.cqs[cq].preemption
+        if pol.within_cluster_queue != NEVER:
+            return False
+        if pol.reclaim_within_cohort == NEVER:
+            return True
+        if pol.borrow_within_cohort != NEVER:
+            return False
+        usage = self.quota.usage[cq]
+        return all(usage.get(fr, 0.0) >= q for fr, q in self.quota.nominal[cq].items())
+
+    def _one_need(self, heads: list[Workload]) -> tuple[int, float] | None:
+        """(flavor-resource, smallest amount) when every head asks one amount of the same one
+        flavor-resource (one resource group with one flavor); else None."""
+        found: tuple[int, float] | None = None
+        for wl in heads:
+            options = wl.options if wl.options is not None else self.flavor_options(wl)
+            if len(options) != 1 or len(options[0]) != 1 or len(options[0][0][1]) != 1:
+                return None
+            fr, amount = options[0][0][1][0]
+            if found is None or (found[0] == fr and amount < found[1]):
+                found = (fr, amount)
+            elif found[0] != fr:
+                return None
+        return found
 
     def _within_nominal(self, wl: Workload) -> bool:
         """Whether ``wl`` would fit its queue's nominal quota in some flavor of each group (what
@@ -465,12 +548,15 @@ class Admission:
             heads = sorted(heap[0] for heap in buckets.values())
         strict = self._strict[cq]
         tried: list[Workload] = []
+        settled: bool | None = None
         for entry in heads:
             wl = entry[3]
             a = self._assign(wl)
             if a.mode == FIT:
                 return wl, a, []
-            if a.mode == PREEMPTS:
+            if a.mode == PREEMPTS and settled is None:
+                settled = self._cannot_preempt(cq)
+            if a.mode == PREEMPTS and not settled:
                 targets = self._targets(wl, a)
                 if targets:
                     return wl, a, targets

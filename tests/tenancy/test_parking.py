@@ -1,0 +1,108 @@
+"""Parking queues is only a saving: on random cohort trees, quotas, limits, preemption and
+queueing policies, priorities and fair sharing, a run admits, evicts and finishes every job
+exactly as the reference that re-checks every waiting queue of a tree after every change of
+its quota (Kueue requeues inadmissible workloads on each cohort change)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlsched.cluster.parse import resolve_cluster
+from dlsched.sim.config import SimConfig
+from dlsched.sim.simulator import RunResult, simulate
+from dlsched.tenancy.admission import Admission
+from dlsched.trace.schema import Trace
+from tests.tenancy.kueue_manifests import API, documents, write
+
+POLICY = {
+    "reclaim": st.sampled_from(["Never", "LowerPriority", "Any"]),
+    "within": st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+    "borrow_within": st.sampled_from([None, "LowerPriority"]),
+    "strategy": st.sampled_from(["BestEffortFIFO", "StrictFIFO"]),
+}
+
+
+@st.composite
+def setups(draw: st.DrawFn) -> tuple[list[dict[str, Any]], Trace, int]:
+    teams = draw(st.integers(1, 3))
+    n = draw(st.integers(2, 8))
+    queues: dict[str, dict[str, Any]] = {}
+    for q in range(n):
+        spec: dict[str, Any] = {"gpu": draw(st.integers(1, 8))}
+        if draw(st.integers(0, 5)):
+            spec["cohort"] = f"team{q % teams}"
+        for key, values in POLICY.items():
+            value = draw(values)
+            if value is not None:
+                spec[key] = value
+        if spec["reclaim"] == "Never":
+            spec.pop("borrow_within", None)
+        if "cohort" in spec and draw(st.integers(0, 3)) == 0:
+            spec["borrow"] = draw(st.integers(0, 8))
+        if "cohort" in spec and draw(st.integers(0, 3)) == 0:
+            spec["lend"] = draw(st.integers(0, spec["gpu"]))
+        queues[f"q{q}"] = spec
+    cohorts = {f"team{t}": {"parent": "org"} for t in range(teams)} | {"org": {}}
+    docs = documents(queues, cohorts, fair_sharing=draw(st.booleans()))
+    docs += [
+        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in (("high", 100), ("low", 1))
+    ]
+    jobs = draw(st.integers(20, 90))
+    rows = {
+        "submit_time": sorted(draw(st.lists(st.integers(0, 600), min_size=jobs, max_size=jobs))),
+        "num_gpus": draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=jobs, max_size=jobs)),
+        "duration": draw(st.lists(st.integers(1, 900), min_size=jobs, max_size=jobs)),
+        "vc": draw(st.lists(st.sampled_from(sorted(queues)), min_size=jobs, max_size=jobs)),
+        "user": draw(st.lists(st.sampled_from(["hi", "lo", "mid"]), min_size=jobs, max_size=jobs)),
+    }
+    trace = Trace.from_columns({"job_id": [str(i) for i in range(jobs)], **rows}, "parking")
+    nodes = math.ceil(sum(q["gpu"] for q in queues.values()) / 8)
+    return docs, trace, nodes
+
+
+def _run(tmp_path: Path, docs: list[dict[str, Any]], trace: Trace, nodes: int) -> RunResult:
+    queue_map = tmp_path / "map.toml"
+    queue_map.write_text('[priority_class.user]\nhi = "high"\nlo = "low"\n')
+    config = SimConfig(
+        use_partitions=False,
+        queues=str(write(tmp_path / "queues.yaml", docs)),
+        queue_map=str(queue_map),
+    )
+    return simulate(trace, resolve_cluster(f"{nodes}x8"), config)
+
+
+def _outcome(result: RunResult) -> tuple[list[tuple[Any, ...]], Any]:
+    keys = ("job_id", "status", "first_start_s", "end_s", "preemptions")
+    jobs = [tuple(row[k] for k in keys) for row in result.jobs.to_pylist()]
+    return jobs, result.summary["preemptions_by_cause"]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(setup=setups())
+def test_parking_admits_as_rechecking_every_queue(
+    setup: tuple[list[dict[str, Any]], Trace, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    docs, trace, nodes = setup
+    parked = _outcome(_run(tmp_path, docs, trace, nodes))
+    with monkeypatch.context() as m:
+        m.setattr(Admission, "recheck_all", True)
+        reference = _outcome(_run(tmp_path, docs, trace, nodes))
+    assert parked == reference
+
+
+def test_the_reference_rechecks_and_the_default_parks() -> None:
+    # The test above compares two different paths only if parking is on by default.
+    assert Admission.recheck_all is False
