@@ -19,17 +19,24 @@ from dlsched.policy.slurm_conf import (
     slurm_time_s,
 )
 from dlsched.policy.slurm_factors import (
+    ChargedRun,
     age_factor,
     decayed_usage,
+    effective_usage,
     fairshare_factor,
+    job_priority,
     job_size_factor,
+    normalized_usage,
     partition_factor,
     priority,
+    slurm_decay_factor,
+    slurm_raw_usage,
 )
 from dlsched.policy.slurm_multifactor import SlurmMultifactor
 from dlsched.sim.config import SimConfig
 from dlsched.sim.job import SimJob
 from dlsched.sim.simulator import simulate
+from dlsched.testing.slurm_cluster import SlurmCluster
 from dlsched.trace.bundled import bundled_trace_path
 from dlsched.trace.schema import Trace
 
@@ -110,6 +117,22 @@ def test_classic_fair_share_flag_is_accepted_and_others_refused() -> None:
         parse_priority_conf("PriorityFlags=NO_FAIR_TREE,ACCRUE_ALWAYS\n", "x")
 
 
+def test_dampening_and_enforced_limits_are_read() -> None:
+    conf = parse_priority_conf("FairShareDampeningFactor=3\n", "x")
+    assert conf.fairshare_dampening == 3 and not conf.enforce_limits
+    for value, limits in [
+        ("associations,limits", True),
+        ("safe", True),
+        ("ALL", True),
+        ("associations,qos", False),
+    ]:
+        conf = parse_priority_conf(f"AccountingStorageEnforce={value}\n", "x")
+        assert conf.enforce_limits is limits, value
+    for value in ("0", "lots"):
+        with pytest.raises(SlurmConfError, match="x:1: FairShareDampeningFactor: expected"):
+            parse_priority_conf(f"FairShareDampeningFactor={value}\n", "x")
+
+
 def test_unreadable_conf_is_named(tmp_path: Path) -> None:
     with pytest.raises(SlurmConfError, match=r"missing\.conf: cannot read"):
         read_priority_conf(tmp_path / "missing.conf")
@@ -153,6 +176,118 @@ def test_classic_fairshare_factor() -> None:
     assert fairshare_factor(0.25, 0.25) == 0.5
     assert fairshare_factor(0.5, 0.25) == 0.25
     assert fairshare_factor(0.1, 0.0) == 0.0
+
+
+def test_fairshare_dampening_divides_the_exponent() -> None:
+    assert fairshare_factor(0.5, 0.25, dampening=2) == 0.5
+    with pytest.raises(ValueError, match="FairShareDampeningFactor"):
+        fairshare_factor(0.5, 0.25, dampening=0)
+
+
+def test_slurm_decay_factor_rounds_ln2() -> None:
+    assert slurm_decay_factor(300.0) == 1 - 0.693 / 300
+    assert slurm_decay_factor(300.0) ** 300 == pytest.approx(0.49967, abs=1e-5)
+    assert slurm_decay_factor(0.0) == 1.0
+    with pytest.raises(ValueError, match="PriorityDecayHalfLife"):
+        slurm_decay_factor(-1.0)
+
+
+def test_raw_usage_is_charged_at_passes_decayed_over_each_charge() -> None:
+    d = slurm_decay_factor(300.0)
+    run = [ChargedRun("a", 5.0, None, 10.0)]
+    assert slurm_raw_usage(run, [0.0, 60.0, 120.0], 130.0, 0.0) == {"a": 10 * 55 + 10 * 60}
+    after_two = (10 * 55 * d**55) * d**60 + 10 * 60 * d**60
+    assert slurm_raw_usage(run, [0.0, 60.0, 120.0], 130.0, 300.0)["a"] == pytest.approx(after_two)
+    # Passes after `now` are not applied yet.
+    assert slurm_raw_usage(run, [0.0, 60.0, 120.0], 119.0, 0.0) == {"a": 550.0}
+    # The first pass only starts the clock: a run before it is charged from it on.
+    early = [ChargedRun("a", 0.0, None, 1.0)]
+    assert slurm_raw_usage(early, [100.0, 160.0], 200.0, 0.0) == {"a": 60.0}
+
+
+def test_ended_runs_are_charged_at_their_end_only_when_asked() -> None:
+    d = slurm_decay_factor(300.0)
+    runs = [ChargedRun("a", 10.0, 30.0, 2.0), ChargedRun("b", 50.0, 90.0, 1.0)]
+    passes = [0.0, 60.0, 120.0]
+    charged = slurm_raw_usage(runs, passes, 100.0, 300.0, charge_ended=True)
+    assert charged["a"] == pytest.approx(2 * 20 * d**20 * d**60)
+    # b: 10 s charged by the pass at 60, the 30 s after it at its end (90 <= now).
+    assert charged["b"] == pytest.approx(10 * d**10 + 30 * d**30)
+    uncharged = slurm_raw_usage(runs, passes, 100.0, 300.0)
+    assert uncharged == {"a": 0.0, "b": pytest.approx(10 * d**10)}
+    # A run ending exactly at a pass counts as ended before it: charged at its end, then decayed.
+    at_pass = [ChargedRun("c", 40.0, 60.0, 1.0)]
+    assert slurm_raw_usage(at_pass, passes, 60.0, 300.0, charge_ended=True) == {
+        "c": pytest.approx(20 * d**20 * d**60)
+    }
+
+
+# Recorded from Slurm 22.05.8 on this harness: passes at 0, 60 and 120 s (PriorityCalcPeriod=1,
+# PriorityDecayHalfLife=5:00), alpha on 32 CPUs from 3 s on, beta on 8 CPUs from 3 to 23 s and
+# root on 4 CPUs from 3 s (until 93 s with limits enforced). sshare -l RawUsage after each pass:
+RECORDED_RAW = {
+    False: ({"alpha": 1598, "beta": 0, "root": 199}, {"alpha": 3062, "beta": 0, "root": 382}),
+    True: ({"alpha": 1598, "beta": 132, "root": 199}, {"alpha": 3062, "beta": 115, "root": 280}),
+}
+
+
+@pytest.mark.parametrize("enforce_limits", [False, True])
+def test_raw_usage_matches_what_slurm_recorded(enforce_limits: bool) -> None:
+    runs = [
+        ChargedRun("alpha", 3.0, None, 32.0),
+        ChargedRun("beta", 3.0, 23.0, 8.0),
+        ChargedRun("root", 3.0, 93.0 if enforce_limits else None, 4.0),
+    ]
+    for n, recorded in enumerate(RECORDED_RAW[enforce_limits], start=2):
+        passes = [0.0, 60.0, 120.0][:n]
+        usage = slurm_raw_usage(runs, passes, passes[-1] + 1, 300.0, charge_ended=enforce_limits)
+        assert {name: int(value) for name, value in usage.items()} == recorded
+
+
+def test_recorded_usage_gives_sprios_fair_share_and_priority() -> None:
+    # Limits enforced, the usage held when the second pass began; sprio printed fair shares
+    # 0.0673566 (alpha, shares 1/5) and 0.9279332 (beta, 3/5) and, for jobs that had waited
+    # 117 s, priorities 1063 and 9649 (PriorityWeightAge=1000, PriorityWeightFairshare=10000,
+    # PriorityMaxAge=5:00).
+    runs = [
+        ChargedRun("alpha", 3.0, None, 32.0),
+        ChargedRun("beta", 3.0, 23.0, 8.0),
+        ChargedRun("root", 3.0, 93.0, 4.0),
+    ]
+    held = slurm_raw_usage(runs, [0.0, 60.0], 120.0, 300.0, charge_ended=True)
+    norm = normalized_usage(held)
+    assert norm["alpha"] == pytest.approx(0.778408, abs=1e-6)
+    assert norm["beta"] == pytest.approx(0.064744, abs=1e-6)
+    fs_alpha = fairshare_factor(effective_usage(norm["alpha"]), 0.2)
+    fs_beta = fairshare_factor(effective_usage(norm["beta"]), 0.6)
+    assert (fs_alpha, fs_beta) == (pytest.approx(0.0673566, abs=1e-7), pytest.approx(0.9279332))
+    conf = parse_priority_conf(
+        "PriorityWeightAge=1000\nPriorityWeightFairshare=10000\nPriorityMaxAge=5:00\n", "x"
+    )
+    assert job_priority(conf, 117.0, fairshare=fs_alpha) == 1063
+    assert job_priority(conf, 111.0, fairshare=fs_beta) == 9649
+    assert job_priority(parse_priority_conf("PriorityWeightAge=10\n", "x"), 0, fairshare=1) == 0
+
+
+def test_normalized_and_effective_usage() -> None:
+    assert normalized_usage({"a": 3.0, "b": 1.0}) == {"a": 0.75, "b": 0.25}
+    assert normalized_usage({"a": 0.0}) == {"a": 0.0}
+    assert effective_usage(0.2) == 0.2
+    assert effective_usage(0.2, 0.5, shares=1, level_shares=4) == pytest.approx(0.275)
+    assert effective_usage(0.2, 0.5, shares=1, level_shares=1) == 0.5
+    assert effective_usage(0.2, 0.5, shares=0, level_shares=0) == 0.5
+
+
+def test_decay_pass_time_is_read_from_slurms_state_file(tmp_path: Path) -> None:
+    cluster = SlurmCluster(directory=tmp_path)
+    assert cluster.last_decay_pass() is None
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "priority_last_decay_ran").write_bytes(
+        (1795829909).to_bytes(8, "big") + (1795829849).to_bytes(8, "big")
+    )
+    assert cluster.last_decay_pass() == 1795829909
+    (tmp_path / "state" / "priority_last_decay_ran").write_bytes(b"\0\0")
+    assert cluster.last_decay_pass() is None
 
 
 def test_priority_is_the_truncated_weighted_sum() -> None:

@@ -10,7 +10,11 @@ starts a comment, keys are case-insensitive (as in Slurm). Recognised:
 - ``PriorityFavorSmall``: ``YES``/``NO`` (default NO);
 - ``PriorityType``: must be ``priority/multifactor`` when given;
 - ``PriorityFlags=NO_FAIR_TREE``: Slurm's classic fair share, the one dlsched models;
-- ``PartitionName=NAME ... PriorityJobFactor=N``: a partition's job factor (default 1).
+- ``PartitionName=NAME ... PriorityJobFactor=N``: a partition's job factor (default 1);
+- ``FairShareDampeningFactor``: a whole number >= 1 (default 1), the fair-share exponent's
+  divisor;
+- ``AccountingStorageEnforce``: only whether it enforces ``limits`` (also set by ``safe`` and
+  ``all``), since Slurm charges a job's usage since the last decay pass when it ends only then.
 
 ``PriorityCalcPeriod`` and ``PriorityUsageResetPeriod`` are accepted and not used (dlsched
 computes priorities exactly when it orders jobs; usage is never reset). Any other ``Priority*``
@@ -55,6 +59,8 @@ class PriorityConf:
     decay_half_life_s: float = WEEK_S
     favor_small: bool = False
     partition_job_factor: dict[str, int] = field(default_factory=dict)
+    fairshare_dampening: int = 1
+    enforce_limits: bool = False
     source: str = "<defaults>"
 
 
@@ -119,6 +125,14 @@ def parse_priority_conf(text: str, source: str) -> PriorityConf:
                     raise SlurmConfError(
                         f"{where}: {key}: expected priority/multifactor, got {value!r}"
                     )
+            elif low == "fairsharedampeningfactor":
+                dampening = _whole(value, f"{where}: {key}")
+                if dampening < 1:
+                    raise SlurmConfError(f"{where}: {key}: expected a whole number >= 1, got 0")
+                values["fairshare_dampening"] = dampening
+            elif low == "accountingstorageenforce":
+                enforced = {option.strip().lower() for option in value.split(",")}
+                values["enforce_limits"] = bool(enforced & {"limits", "safe", "all"})
             elif low == "priorityflags" and value.upper() == "NO_FAIR_TREE":
                 pass  # the classic fair share that slurm_factors models
             elif low.startswith("priority") and low not in _UNUSED:

@@ -404,5 +404,17 @@ class SlurmCluster:
     ) -> None:
         self.stop()
 
+    def last_decay_pass(self) -> int | None:
+        """When the last decay pass of ``priority/multifactor`` started (Unix seconds), read
+        from ``priority_last_decay_ran`` in the state directory, which slurmctld rewrites at
+        the end of every pass (two big-endian 64-bit times: that pass and the last usage
+        reset). None before the first pass, without that plugin, or while the file is being
+        replaced (slurmctld unlinks it before linking the new one)."""
+        try:
+            data = (self.directory / "state" / "priority_last_decay_ran").read_bytes()
+        except FileNotFoundError:
+            return None
+        return int.from_bytes(data[:8], "big") if len(data) >= 8 else None
+
     def node_map(self) -> Mapping[str, FakeNode]:
         return {n.name: n for n in self.nodes}
