@@ -9,6 +9,7 @@ network namespace of their own and check that its jobs really reach their final 
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -76,6 +77,9 @@ SESSIONS = {
         ("Request traces, disaggregation, serving beside training",), shared=True
     ),
     "tenants": Session(("Shared clusters: queues and quotas",), shared=True, slow=True),
+    "topology": Session(
+        ("Network topology: racks, blocks and topology-aware placement",), shared=True
+    ),
     "service": Session(
         ("The live service", "The training workload and the dashboard"),
         slow=True,
@@ -194,12 +198,17 @@ def _check_outputs(name: str, checkout: Path) -> None:
             "runs/serve/beside/summary.json",
         ],
         "tenants": ["runs/vcs/summary.json", "runs/cohort/summary.json"],
+        "topology": ["sweeps/topology/results.csv", "runs/rack/summary.json"],
     }
     missing = [p for p in expected.get(name, []) if not (checkout / p).is_file()]
     assert not missing, missing
     if name == "sweeps":
         rows = (checkout / "sweeps/philly/results.csv").read_text().splitlines()
         assert len(rows) == 1 + 6  # 3 policies x 2 seeds
+    if name == "topology":
+        with (checkout / "sweeps/topology/results.csv").open() as handle:
+            shares = {r["placement"]: r["rack_spanning_share"] for r in csv.DictReader(handle)}
+        assert shares == {"consolidate": "0.0625", "topology": "0.0"}, shares
 
 
 def _in_own_network(argv: list[str]) -> list[str]:

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlsched.cluster.topology import TIER_NAMES
 from dlsched.metrics.rundir import read_summary
+from dlsched.metrics.summary import topology_figures
 
 COMPARED = (
     ("avg_jct_s", "avg JCT (s)"),
@@ -41,6 +43,16 @@ TENANT_FIGURES = (
     ("borrowed_gpus_avg", "GPUs borrowed"),
 )
 """Per-tenant figures ``compare`` shows for every tenant of a run with queues."""
+
+TOPOLOGY_ROWS = (
+    ("comm_model", "comm model"),
+    ("fragmented_jobs", "fragmented jobs"),
+    ("starts_by_tier", "starts node/rack/block/cluster"),
+    ("multi_node_starts", "multi-node starts"),
+    ("rack_spanning_share", "multi-node starts spanning racks"),
+)
+"""(key, title) of the topology figures ``compare`` shows for every job run."""
+NOT_MODELLED = "n/a"
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,26 @@ def tenant_rows(summaries: tuple[dict[str, Any], ...]) -> list[tuple[str, list[A
     return rows
 
 
+def topology_rows(summaries: tuple[dict[str, Any], ...]) -> list[tuple[str, list[str]]]:
+    """(title, one shown value per run) for each of :data:`TOPOLOGY_ROWS`: a run that did not
+    model a figure (no topology-aware placement, no comm model, or from before them) shows
+    :data:`NOT_MODELLED`, never 0."""
+    figures = [{**s, **topology_figures(s)} for s in summaries]
+    rows = []
+    for key, title in TOPOLOGY_ROWS:
+        shown = []
+        for f in figures:
+            value = f.get(key)
+            if value is None:
+                shown.append(NOT_MODELLED)
+            elif key == "starts_by_tier":
+                shown.append("/".join(f"{int(value.get(tier, 0)):,}" for tier in TIER_NAMES))
+            else:
+                shown.append(format_value(key, value))
+        rows.append((title, shown))
+    return rows
+
+
 def compare_runs(runs: list[str | Path]) -> Comparison:
     """Load the summaries of ``runs`` (errors name the offending directory); serving runs
     compare only with serving runs."""
@@ -119,7 +151,7 @@ def compare_runs(runs: list[str | Path]) -> Comparison:
 def format_value(key: str, value: Any) -> str:
     if value is None:
         return "-"
-    if key in ("gpu_utilization", "slo_attainment"):
+    if key in ("gpu_utilization", "slo_attainment", "rack_spanning_share"):
         return f"{value:.1%}"
     if isinstance(value, float) and ("." in key or key.endswith("_rps")):
         # Serving latencies and rates: sub-second figures need their digits.

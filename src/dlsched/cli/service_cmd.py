@@ -60,6 +60,13 @@ def serve(
     placement: Annotated[str, typer.Option(help="Placer (dlsched list placements).")] = (
         "consolidate"
     ),
+    placement_opt: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Placement option KEY=VALUE (repeatable), as for dlsched simulate; topology: "
+            "required=LEVEL or preferred=LEVEL, LEVEL node, rack or block."
+        ),
+    ] = None,
     policy_opt: Annotated[
         list[str] | None,
         typer.Option(help="Policy option KEY=VALUE (repeatable), as for dlsched simulate."),
@@ -132,9 +139,12 @@ def serve(
     ] = None,
 ) -> None:
     """Run the live scheduler service (REST API, dashboard, control loop). Bad options (an
-    unknown policy option, --ray-address without --backend ray, a port in use) are reported
-    before anything is created. Relative paths (--db, --token-file, --work-dir) are relative
-    to the directory serve starts in."""
+    unknown policy option, a placement option the placement does not take, --ray-address
+    without --backend ray, a port in use) are reported before anything is created. Relative
+    paths (--db, --token-file, --work-dir) are relative to the directory serve starts in.
+
+    There is no --comm-model: the service runs real jobs, whose run times are measured, not
+    modelled (it is an option of simulate and sweep)."""
     require("dlsched serve", "service")
     with user_errors():
         single(policy, "--policy", "a service runs one policy")
@@ -154,6 +164,7 @@ def serve(
             policy=policy,
             policy_options=parse_options(policy_opt or []),
             placement=placement,
+            placement_options=parse_options(placement_opt or [], "--placement-opt"),
             backend=backend,
             ray_address=ray_address,
             db=db,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import user_errors
-from dlsched.cli.options import ProgressOpt, QueueMapOpt, seeds, split_list
+from dlsched.cli.options import ProgressOpt, QueueMapOpt, parse_options, seeds, split_list
 from dlsched.cli.progress import job_progress
 from dlsched.extras import install_hint
 from dlsched.sweep.grid import Grid, load_grid
@@ -48,6 +48,20 @@ def sweep(
     placement: Annotated[
         ListOpt, typer.Option(help="Placements (repeated or comma-separated; consolidate).")
     ] = None,
+    placement_opt: Annotated[
+        ListOpt,
+        typer.Option(
+            help="Placement option KEY=VALUE for every cell (repeatable), as for simulate; "
+            "every --placement must take it (topology: required=LEVEL or preferred=LEVEL)."
+        ),
+    ] = None,
+    comm_model: Annotated[
+        str | None,
+        typer.Option(
+            help="tiers: in every cell, rigid jobs spread over nodes, racks or blocks run "
+            "slower (as for simulate); the table adds the topology figures."
+        ),
+    ] = None,
     seed: Annotated[ListOpt, typer.Option(help="Seeds (repeated or comma-separated; 0).")] = None,
     estimator: Annotated[
         str | None, typer.Option(help="Duration estimator for policies that need one.")
@@ -82,7 +96,10 @@ def sweep(
     progress: ProgressOpt = True,
 ) -> None:
     """Run every cell of traces × clusters × policies × placements × seeds not already in OUT,
-    then write OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and figures."""
+    then write OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and figures.
+
+    --placement-opt and --comm-model apply to every cell; an option some --placement does not
+    take is refused (exit 2, naming it) before OUT is created."""
     if requests is not None:
         serving = {"--scheduler": scheduler, "--router": router, "--load-scale": load_scale}
         serving["--replicas"] = replicas
@@ -96,6 +113,8 @@ def sweep(
             "--ray-address": ray_address,
             "--queues": queues,
             "--queue-map": queue_map,
+            "--placement-opt": placement_opt,
+            "--comm-model": comm_model,
         }
         _sweep_serving(out, requests, serving, seed, job_only, workers)
         return
@@ -108,12 +127,15 @@ def sweep(
                 raise ValueError(f"{flag} needs --requests (a sweep of serving runs)")
         if queue_map is not None and queues is None:
             raise ValueError("--queue-map maps jobs to the LocalQueues of --queues; give --queues")
+        options = parse_options(placement_opt or [], "--placement-opt")
         if grid is not None:
             given: dict[str, object] = {"--trace": trace, "--cluster": cluster}
-            given |= {"--policy": policy, "--queues": queues, "--queue-map": queue_map}
+            given |= {"--policy": policy, "--placement": placement, "--seed": seed}
+            given |= {"--estimator": estimator, "--queues": queues, "--queue-map": queue_map}
+            given |= {"--placement-opt": options, "--comm-model": comm_model}
             if any(given.values()):
                 raise ValueError(
-                    "--grid sets the axes; drop "
+                    "--grid sets the axes and the options of every cell; drop "
                     + ", ".join(flag for flag, value in given.items() if value)
                 )
             spec = load_grid(grid)
@@ -127,6 +149,8 @@ def sweep(
                 estimator=estimator,
                 queues=None if queues is None else _absolute_if_path(queues),
                 queue_map=None if queue_map is None else str(Path(queue_map).resolve()),
+                placement_options=options,
+                comm_model=comm_model,
             )
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from dlsched.cluster.topology import BLOCK, RACK, TIER_NAMES
 
 
 def _stat(values: np.ndarray, fn: str) -> float | None:
@@ -106,6 +108,24 @@ def summarize(
     return {
         k: (None if isinstance(v, float) and not math.isfinite(v) else v)
         for k, v in summary.items()
+    }
+
+
+def topology_figures(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The topology figures of a run's ``summary``: ``fragmented_jobs`` as recorded,
+    ``multi_node_starts`` (rigid starts on more than one node) and ``rack_spanning_share`` (of
+    those, the share on more than one rack), both from ``starts_by_tier``. A figure the run did
+    not model (no topology-aware placement, no comm model, a run from before them) is None,
+    never 0; so is the share of a run in which no job started on several nodes."""
+    starts = summary.get("starts_by_tier")
+    multi = spanning = None
+    if isinstance(starts, Mapping):
+        multi = sum(int(starts.get(tier, 0)) for tier in TIER_NAMES[RACK:])
+        spanning = sum(int(starts.get(tier, 0)) for tier in TIER_NAMES[BLOCK:])
+    return {
+        "fragmented_jobs": summary.get("fragmented_jobs"),
+        "multi_node_starts": multi,
+        "rack_spanning_share": spanning / multi if spanning is not None and multi else None,
     }
 
 

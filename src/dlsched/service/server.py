@@ -58,12 +58,15 @@ class ServiceConfig:
     token file (None: the single token of ``token_file``; see
     :mod:`dlsched.service.api.tenants`); ``queues`` Kueue manifests (a file, directory or
     bundled name, as ``simulate --queues``) whose quotas admit jobs before the policy sees
-    them (None: no queues; see :mod:`dlsched.service.control.live_admission`)."""
+    them (None: no queues; see :mod:`dlsched.service.control.live_admission`);
+    ``placement_options`` the placer's text options (``--placement-opt``, as ``simulate``'s;
+    checked when the service is built)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
     policy_options: dict[str, str] = field(default_factory=dict)
     placement: str = "consolidate"
+    placement_options: dict[str, str] = field(default_factory=dict)
     backend: str = "local"
     db: str | Path = Path("state.db")
     host: str = "127.0.0.1"
@@ -147,7 +150,7 @@ class Service:
             if not config.ray_address.strip():
                 raise ValueError("ray_address (--ray-address) is empty")
         check_lease(config.lease_s)
-        check_placement(policy, config.placement)
+        check_placement(policy, config.placement, config.placement_options)
         target = config.store_target
         if isinstance(target, SqliteTarget):
             _private_dir(target.path.parent, "--db")
@@ -178,6 +181,7 @@ class Service:
                 backend,
                 spec,
                 placement=config.placement,
+                placement_options=config.placement_options,
                 clock=clock,
                 grace_s=config.grace_s,
                 round_s=config.round_s,

@@ -11,11 +11,16 @@ A grid comes from command-line lists or from a TOML file::
     estimator = "noisy-oracle"       # optional, for policies that need one
     queues = "kueue.yaml"            # optional: Kueue manifests every cell admits through
     queue_map = "queue-map.toml"     # optional, with queues: VCs/users to LocalQueues
+    placement_options = { required = "rack" }  # optional, every placement takes them
+    comm_model = "tiers"             # optional: multi-node rigid jobs run slower when spread
     [grid.selection]                 # optional job selection applied to every trace
     gpu_only = true
 
 Every cell has a stable identifier built from its coordinates, which names its run directory,
-so a rerun finds the cells already done.
+so a rerun finds the cells already done. ``placement_options`` (``--placement-opt``) and
+``comm_model`` (``--comm-model``) are not axes: every cell runs with them, so every placement
+of the grid must take every option given (:mod:`dlsched.placement.topology`: ``required`` or
+``preferred``); a grid with a placement that takes no such option is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlsched.perf.comm import check_comm_model
+from dlsched.placement.registry import create_placer
 from dlsched.policy.registry import policies
 from dlsched.runner import Experiment, Selection
 from dlsched.sim.config import SimConfig
@@ -43,6 +50,8 @@ GRID_KEYS = {
     "trace_format",
     "queues",
     "queue_map",
+    "placement_options",
+    "comm_model",
 }
 
 
@@ -88,10 +97,20 @@ class Grid:
     trace_format: str | None = None
     queues: str | None = None
     queue_map: str | None = None
+    placement_options: dict[str, str] = field(default_factory=dict)
+    comm_model: str | None = None
 
     def __post_init__(self) -> None:
         if self.queue_map is not None and self.queues is None:
             raise GridError("grid field 'queue_map' maps jobs to the LocalQueues of 'queues'")
+        try:
+            check_comm_model(self.comm_model)
+            # Built once here so that an option some placement cannot honour is refused
+            # before any cell runs, naming the option and the placement.
+            for placement in self.placements:
+                create_placer(placement, 0, self.placement_options)
+        except ValueError as exc:
+            raise GridError(str(exc)) from None
         for name in ("traces", "clusters", "policies", "placements", "seeds"):
             values = getattr(self, name)
             if not values:
@@ -132,6 +151,8 @@ class Grid:
             estimator=estimator,
             queues=self.queues,
             queue_map=self.queue_map,
+            placement_options=dict(self.placement_options),
+            comm_model=self.comm_model,
         )
         return Experiment(
             str(Path(cell.trace).resolve()) if Path(cell.trace).exists() else cell.trace,
@@ -154,6 +175,8 @@ class Grid:
             "trace_format": self.trace_format,
             "queues": self.queues,
             "queue_map": self.queue_map,
+            "placement_options": dict(self.placement_options),
+            "comm_model": self.comm_model,
         }
 
     @classmethod
@@ -171,6 +194,8 @@ class Grid:
             trace_format=data.get("trace_format"),
             queues=data.get("queues"),
             queue_map=data.get("queue_map"),
+            placement_options=dict(data.get("placement_options") or {}),
+            comm_model=data.get("comm_model"),
         )
 
 
@@ -230,6 +255,15 @@ def load_grid(path: str | Path) -> Grid:
         if value is not None and not isinstance(value, str):
             raise GridError(f"{path}: [grid] {name} must be a string (a file path)")
         files[name] = None if value is None else str((path.parent / value).resolve())
+    options = grid.get("placement_options", {})
+    if not isinstance(options, dict) or not all(isinstance(v, str) for v in options.values()):
+        raise GridError(
+            f"{path}: [grid] placement_options must be a table of strings, "
+            'e.g. placement_options = { required = "rack" }'
+        )
+    comm_model = grid.get("comm_model")
+    if comm_model is not None and not isinstance(comm_model, str):
+        raise GridError(f"{path}: [grid] comm_model must be a string (tiers)")
     try:
         return Grid(
             traces=traces,
@@ -242,6 +276,8 @@ def load_grid(path: str | Path) -> Grid:
             trace_format=grid.get("trace_format"),
             queues=files["queues"],
             queue_map=files["queue_map"],
+            placement_options=options,
+            comm_model=comm_model,
         )
     except GridError as exc:
         raise GridError(f"{path}: {exc}") from None

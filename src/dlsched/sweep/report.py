@@ -11,6 +11,12 @@ A sweep with queues (``--queues``) adds the tenant figures of each cell's ``summ
 (:mod:`dlsched.tenancy.report`): Jain's index over the tenants' shares each divided by its fair
 share, and the largest deviation of a tenant's share from its fair share. results.csv always
 has their columns (empty without queues); the table and figures show them with queues only.
+
+Likewise the topology figures (:func:`dlsched.metrics.summary.topology_figures`): jobs that
+waited fragmented, multi-node starts and the share of them spanning racks. results.csv always
+has their columns, empty where a cell did not model them (no topology-aware placement, no comm
+model); the table and figures show them when the grid has a topology-aware placement or a comm
+model.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ import pyarrow.parquet as pq
 from scipy import stats
 
 from dlsched.extras import installed
+from dlsched.metrics.summary import topology_figures
 from dlsched.outdir import write_file_atomic
+from dlsched.placement.registry import placers
 from dlsched.sweep.grid import Cell, Grid, cell_dir
 
 Metrics = Sequence[tuple[str, str]]
@@ -46,6 +54,12 @@ METRICS = (
 TENANT_METRICS = (
     ("tenant_fairness_jain", "tenant fairness (Jain, shares)"),
     ("tenant_fair_share_max_deviation", "max fair-share deviation"),
+)
+
+TOPOLOGY_METRICS = (
+    ("fragmented_jobs", "fragmented jobs"),
+    ("multi_node_starts", "multi-node starts"),
+    ("rack_spanning_share", "multi-node starts spanning racks"),
 )
 
 
@@ -80,7 +94,17 @@ def cell_row(out: Path, cell: Cell) -> dict[str, Any]:
         row[key] = jain_index(slowdown) if key == "fairness_jain" else summary.get(key)
     for key, _ in TENANT_METRICS:
         row[key] = summary.get(key)
+    row.update(topology_figures(summary))
     return row
+
+
+def models_topology(grid: Grid) -> bool:
+    """Whether some cell of ``grid`` has topology figures: a comm model, or a topology-aware
+    placement."""
+    known = placers()
+    return grid.comm_model is not None or any(
+        known[name].topology_aware for name in grid.placements
+    )
 
 
 def mean_ci(values: list[float]) -> tuple[float, float | None]:
@@ -100,9 +124,13 @@ def write_report(out: Path) -> bool:
     full = Grid.from_dict(json.loads((out / "grid.json").read_text()))
     cells = [c for c in full.cells() if (cell_dir(out, c) / "summary.json").is_file()]
     rows = [cell_row(out, c) for c in cells]
-    metrics = (*METRICS, *TENANT_METRICS) if full.queues is not None else METRICS
+    metrics: Metrics = METRICS
+    if full.queues is not None:
+        metrics = (*metrics, *TENANT_METRICS)
+    if models_topology(full):
+        metrics = (*metrics, *TOPOLOGY_METRICS)
     fields = ["trace", "cluster", "policy", "placement", "seed", "jobs"]
-    fields += [k for k, _ in (*METRICS, *TENANT_METRICS)]
+    fields += [k for k, _ in (*METRICS, *TENANT_METRICS, *TOPOLOGY_METRICS)]
     write_file_atomic(out / "results.csv", csv_text(rows, fields))
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for cell, row in zip(cells, rows, strict=True):

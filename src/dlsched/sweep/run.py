@@ -179,7 +179,17 @@ def _check_grid_file(out: Path, grid: Grid) -> None:
             old = json.loads(path.read_text())
         except json.JSONDecodeError:
             raise GridError(f"{path}: not a sweep's grid file (invalid JSON)") from None
-        fixed = ("estimator", "selection", "trace_format", "queues", "queue_map")
+        fixed = (
+            "estimator",
+            "selection",
+            "trace_format",
+            "queues",
+            "queue_map",
+            "placement_options",
+            "comm_model",
+        )
+        # A sweep written before placement options existed ran every cell without any.
+        old.setdefault("placement_options", {})
         for key in fixed:
             if old.get(key) != data[key]:
                 raise GridError(

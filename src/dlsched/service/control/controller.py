@@ -75,6 +75,7 @@ from dlsched.backends.base import (
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, Placement
 from dlsched.elastic.policy import ElasticPolicy
+from dlsched.placement.registry import create_placer
 from dlsched.policy.base import Policy
 from dlsched.scheduler.allocation import AnyScheduler
 from dlsched.scheduler.plan import Plan
@@ -120,19 +121,33 @@ def check_lease(lease_s: float) -> None:
         raise ValueError(f"lease_s (--lease): must be a positive number of seconds, got {lease_s}")
 
 
-def check_placement(policy: Policy | ElasticPolicy, placement: str) -> None:
-    """ValueError naming the field unless ``policy`` can honour ``placement``: an elastic
-    policy places its jobs itself, so it takes only the default."""
-    if isinstance(policy, ElasticPolicy) and placement != DEFAULT_PLACEMENT:
-        raise ValueError(
-            f"placement (--placement) {placement!r}: elastic policy {policy.name!r} places "
-            "its jobs itself"
-        )
+def check_placement(
+    policy: Policy | ElasticPolicy,
+    placement: str,
+    placement_options: Mapping[str, str] | None = None,
+) -> None:
+    """ValueError naming the field unless ``policy`` can honour ``placement`` with its text
+    ``placement_options``: an elastic policy places its jobs itself, so it takes only the
+    default placement and no options; an ordering policy's placer must exist and take them."""
+    if isinstance(policy, ElasticPolicy):
+        if placement != DEFAULT_PLACEMENT:
+            raise ValueError(
+                f"placement (--placement) {placement!r}: elastic policy {policy.name!r} places "
+                "its jobs itself"
+            )
+        if placement_options:
+            raise ValueError(
+                f"placement_options (--placement-opt) {', '.join(placement_options)}: elastic "
+                f"policy {policy.name!r} places its jobs itself"
+            )
+        return
+    create_placer(placement, 0, placement_options)
 
 
 class Controller:
     """Drives one store and one back end with one policy (see the module docstring): an
-    ordering policy with the ``placement`` placer, or an elastic policy deciding every
+    ordering policy with the ``placement`` placer (given its text ``placement_options``), or an
+    elastic policy deciding every
     ``interval_s`` seconds (default: the policy's own interval; an ordering policy plans at
     every cycle and takes no ``interval_s``). Only :meth:`step`, :meth:`apply` and
     :meth:`recover` change anything; they must run on one thread."""
@@ -151,6 +166,7 @@ class Controller:
         lease_s: float = DEFAULT_LEASE_S,
         interval_s: float | None = None,
         admission: LiveAdmission | None = None,
+        placement_options: Mapping[str, str] | None = None,
     ) -> None:
         check_lease(lease_s)
         self.admission = admission
@@ -165,6 +181,8 @@ class Controller:
         self.cluster = cluster
         self.policy = policy
         self.placement = placement
+        self.placement_options = dict(placement_options or {})
+        """The placer's text options (``--placement-opt``; topology: required or preferred)."""
         self.clock = clock
         self.grace_s = grace_s
         self.node_names = [n.name for n in cluster.nodes]
@@ -184,7 +202,7 @@ class Controller:
         self._state = ClusterState(cluster, use_partitions=False)
         self.planning: Planning
         """How this controller plans with its policy (:mod:`dlsched.service.control.planning`)."""
-        check_placement(policy, placement)
+        check_placement(policy, placement, self.placement_options)
         if isinstance(policy, ElasticPolicy):
             self.planning = ElasticPlanning(policy, store, self._state, self, seed, interval_s)
         elif interval_s is not None:
@@ -193,7 +211,9 @@ class Controller:
                 "policies decide in rounds"
             )
         else:
-            self.planning = OrderingPlanning(policy, placement, seed, self._state)
+            self.planning = OrderingPlanning(
+                policy, placement, seed, self._state, self.placement_options
+            )
         self._rows: dict[int, JobRow] = {}
         self._views: dict[int, LiveJob] = {}
         self._waiting: dict[int, LiveJob] = {}

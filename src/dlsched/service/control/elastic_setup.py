@@ -11,7 +11,7 @@ only the elastic registry has it (``ones``, ``pollux``, ``optimus``, ``gavel``, 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from dlsched.backends.base import Backend
 from dlsched.cluster.spec import ClusterSpec
@@ -61,9 +61,11 @@ def build_controller(
     service_id: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     admission: LiveAdmission | None = None,
+    placement_options: Mapping[str, str] | None = None,
 ) -> Controller:
     """The controller that runs ``policy``: an elastic one deciding every ``round_s`` seconds
-    (default: the policy's interval), an ordering one with the ``placement`` placer;
+    (default: the policy's interval), an ordering one with the ``placement`` placer and its text
+    ``placement_options``;
     ``service_id`` (default: the store's instance id) owns the attempts it starts;
     ``admission`` admits jobs against queue quotas before the policy sees them (refused with an
     elastic policy, which allocates beyond the requested sizes that quotas charge)."""
@@ -85,4 +87,5 @@ def build_controller(
         lease_s=lease_s,
         interval_s=round_s if elastic else None,
         admission=admission,
+        placement_options=placement_options,
     )

@@ -99,19 +99,28 @@ class Planning(ABC):
 
 class OrderingPlanning(Planning):
     """An ordering policy (FIFO, SJF, Tiresias, ...) and a placer on the simulator's
-    :class:`~dlsched.scheduler.cycle.Scheduler`: rigid jobs at the GPUs they asked for."""
+    :class:`~dlsched.scheduler.cycle.Scheduler`: rigid jobs at the GPUs they asked for. The
+    placer gets its text ``options`` (``--placement-opt``), so a topology placer's required
+    level also decides which submissions can ever run."""
 
-    def __init__(self, policy: Policy, placement: str, seed: int, state: ClusterState) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        placement: str,
+        seed: int,
+        state: ClusterState,
+        options: Mapping[str, str] | None = None,
+    ) -> None:
         self.policy = policy
         self.name = policy.name
         self.preemptive = policy.preemptive
         self.needs_estimate = policy.needs_estimate
         self.placement = placement
         self._state = state
-        self._placer = create_placer(placement, seed)
+        self._placer = create_placer(placement, seed, options)
         # Admission is checked against an empty cluster of its own (the API's threads call it).
         empty = ClusterState(state.spec, use_partitions=False)
-        self._admission = Scheduler(policy, create_placer(placement, seed), empty)
+        self._admission = Scheduler(policy, self._placer.clone(), empty)
         self._demands: dict[int, Demand] = {}
         self._lock = threading.Lock()
 
