@@ -90,6 +90,18 @@ class Workload:
         return self.shape
 
 
+class _Parked(NamedTuple):
+    """A queue waiting in a bucket, keyed as its head would be sorted among candidates."""
+
+    borrows: bool
+    neg_priority: int
+    created: float
+    seq: int
+    version: int
+    cq: int
+    head: Workload
+
+
 class Eviction(NamedTuple):
     """An admitted workload evicted to admit another, and why."""
 
@@ -188,6 +200,12 @@ class Admission:
             for r in self._tree
         }
         self._need_parked: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
+        # Such a queue with one head waits instead in a bucket per (tree, flavor-resource,
+        # amount), ordered as candidates are: each round streams them into the candidates in
+        # that order, as long as the root has their amount free, without checking the others
+        # (see :meth:`_stream_next`). Trees whose free quota grew since are ``_ready``.
+        self._buckets: dict[tuple[int, int], dict[float, list[_Parked]]] = {}
+        self._ready: set[tuple[int, int]] = set()
         self._version = [0] * len(self.cqs)
         self._preempts = [
             cq.preemption.within_cluster_queue != NEVER
@@ -318,12 +336,14 @@ class Admission:
             _, version, cq = heappop(parked)
             if version == self._version[cq]:
                 self._dirty.add(cq)
-        if self._simple[root]:
+        if self.pending_count[wl.cq]:
             # Its own usage fell: it may now be able to reclaim.
-            if self.pending_count[wl.cq]:
-                self._dirty.add(wl.cq)
+            self._dirty.add(wl.cq)
+        if self._simple[root]:
             subtree, usage = self.quota.subtree[root], self.quota.usage[root]
             for fr in freed:
+                if self._buckets.get((root, fr)):
+                    self._ready.add((root, fr))
                 waiting = self._need_parked.get((root, fr))
                 if not waiting:
                     continue
@@ -347,17 +367,22 @@ class Admission:
         longer admitted nor pending (the caller requeues them with :meth:`submit` once they
         stopped)."""
         out: list[Admitted] = []
-        while self._dirty:
+        while self._dirty or self._ready:
             dirty, self._dirty = self._dirty, set()
+            ready, self._ready = self._ready, set()
+            for cq in dirty:
+                # Checked below: whatever bucket entry it had is void.
+                self._version[cq] += 1
             candidates = []
             for cq in sorted(dirty) if len(dirty) > 1 else dirty:
                 if self.pending_count[cq]:
                     found = self._candidate(cq)
                     if found is not None:
                         candidates.append(found)
-            if not candidates:
+            streams = self._streams(ready, dirty, candidates)
+            if not candidates and not streams:
                 break
-            if len(candidates) == 1:
+            if len(candidates) <= 1:
                 pass
             elif self.fair:
                 candidates.sort(
@@ -372,36 +397,134 @@ class Admission:
                 candidates.sort(
                     key=lambda c: (c[1].borrows, -c[0].priority, c[0].created, c[0].seq)
                 )
-            # Until the first admission of a round the quota is as the candidates saw it, and
-            # until the first eviction each queue's own usage is (one candidate per queue).
-            changed = evicted = False
-            for wl, assignment, targets in candidates:
-                if targets:
-                    if any(t.workload.assignment is None for t in targets):
-                        self._dirty.add(wl.cq)
-                        continue
-                    for t in targets:
-                        self.quota.remove(t.workload.cq, t.workload.assignment or {})
-                    ok = self.quota.fits(wl.cq, assignment.request)
-                    for t in targets:
-                        self.quota.add(t.workload.cq, t.workload.assignment or {})
-                    if not ok:
-                        self._dirty.add(wl.cq)
-                        continue
-                    for t in targets:
-                        self.release(t.workload)
-                    evicted = True
-                elif changed and not self.quota.fits(wl.cq, assignment.request):
-                    self._dirty.add(wl.cq)
-                    continue
+            self._round(candidates, streams, now, out)
+        return out
+
+    def _round(
+        self,
+        candidates: list[tuple[Workload, _Assignment, list[Eviction]]],
+        streams: list[tuple[tuple[int, int], float]],
+        now: float,
+        out: list[Admitted],
+    ) -> None:
+        """Admit a round's sorted candidates in order while they fit, merging in the bucket
+        queues of ``streams`` where they sort."""
+        # Until the first admission of a round the quota is as the candidates saw it, and
+        # until the first eviction each queue's own usage is (one candidate per queue).
+        changed = evicted = False
+        at = 0
+        while True:
+            streamed = self._stream_next(streams) if streams else None
+            if streamed is not None and (
+                at == len(candidates) or self._before(streamed[1], candidates[at])
+            ):
+                bucket, entry = streamed
+                heappop(bucket)
+                wl = entry.head
+                flavor, pairs = (wl.options or self.flavor_options(wl))[0][0]
+                assignment = _Assignment(FIT, dict(pairs), entry.borrows, (flavor.name,))
                 self._pop(wl)
-                self._take(wl, assignment, now, None if evicted else assignment.borrows)
+                self._take(wl, assignment, now, entry.borrows)
                 changed = True
                 if self.pending_count[wl.cq]:
-                    # Its next head is a candidate of the next round.
                     self._dirty.add(wl.cq)
-                out.append(Admitted(wl, tuple(targets)))
-        return out
+                out.append(Admitted(wl, ()))
+                continue
+            if at == len(candidates):
+                return
+            wl, assignment, targets = candidates[at]
+            at += 1
+            if targets:
+                if any(t.workload.assignment is None for t in targets):
+                    self._dirty.add(wl.cq)
+                    continue
+                for t in targets:
+                    self.quota.remove(t.workload.cq, t.workload.assignment or {})
+                ok = self.quota.fits(wl.cq, assignment.request)
+                for t in targets:
+                    self.quota.add(t.workload.cq, t.workload.assignment or {})
+                if not ok:
+                    self._dirty.add(wl.cq)
+                    continue
+                for t in targets:
+                    self.release(t.workload)
+                evicted = True
+            elif changed and not self.quota.fits(wl.cq, assignment.request):
+                self._dirty.add(wl.cq)
+                continue
+            self._pop(wl)
+            self._take(wl, assignment, now, None if evicted else assignment.borrows)
+            changed = True
+            if self.pending_count[wl.cq]:
+                # Its next head is a candidate of the next round.
+                self._dirty.add(wl.cq)
+            out.append(Admitted(wl, tuple(targets)))
+
+    @staticmethod
+    def _before(entry: _Parked, candidate: tuple[Workload, _Assignment, list[Eviction]]) -> bool:
+        """Whether a bucket queue's head sorts before ``candidate``."""
+        wl, assignment, _ = candidate
+        return entry[:4] < (assignment.borrows, -wl.priority, wl.created, wl.seq)
+
+    def _free(self, root: int, fr: int) -> float:
+        """What the root of a tree without limits has free of ``fr`` (what each of its
+        queues may take)."""
+        return self.quota.subtree[root].get(fr, 0.0) - self.quota.usage[root].get(fr, 0.0)
+
+    def _streams(
+        self,
+        ready: set[tuple[int, int]],
+        dirty: set[int],
+        candidates: list[tuple[Workload, _Assignment, list[Eviction]]],
+    ) -> list[tuple[tuple[int, int], float]]:
+        """The buckets of trees whose free quota grew, with that free quota, to stream into
+        this round. A round whose candidates preempt frees quota mid-round; then the bucket
+        queues that fit now are checked like the others instead (added to ``candidates``)."""
+        if not ready:
+            return []
+        if not any(c[2] for c in candidates):
+            return [(key, self._free(*key)) for key in sorted(ready)]
+        woken: set[int] = set()
+        for key in sorted(ready):
+            buckets = self._buckets.get(key, {})
+            free = self._free(*key)
+            for amount in [a for a in buckets if a <= free + EPS]:
+                woken.update(e.cq for e in buckets.pop(amount) if self._valid(e))
+        for cq in sorted(woken - dirty):
+            if self.pending_count[cq]:
+                found = self._candidate(cq)
+                if found is not None:
+                    candidates.append(found)
+        return []
+
+    def _valid(self, entry: _Parked) -> bool:
+        """Whether a bucket entry still stands for its queue's parked head."""
+        return entry.version == self._version[entry.cq] and entry.head.assignment is None
+
+    def _stream_next(
+        self, streams: list[tuple[tuple[int, int], float]]
+    ) -> tuple[list[_Parked], _Parked] | None:
+        """The bucket queue whose head sorts first among those whose amount the root had free
+        when the round began and has free now (those are exactly the bucket queues that would
+        be candidates of this round and fit at their turn; no quota is freed during a round
+        with streams), with its bucket; None when there is none. Stale entries are dropped."""
+        best: tuple[list[_Parked], _Parked] | None = None
+        for key, free_then in streams:
+            buckets = self._buckets.get(key)
+            if not buckets:
+                continue
+            limit = min(free_then, self._free(*key)) + EPS
+            for amount, bucket in list(buckets.items()):
+                if amount > limit:
+                    continue
+                while bucket and not self._valid(bucket[0]):
+                    heappop(bucket)
+                if not bucket:
+                    del buckets[amount]
+                    continue
+                if best is None or bucket[0][:4] < best[1][:4]:
+                    best = (bucket, bucket[0])
+        return best
 
     def withdraw(self, wl: Workload) -> bool:
         """``wl`` leaves without being admitted (its job was cancelled while it waited);
@@ -462,11 +585,23 @@ class Admission:
             return
         root = self.quota.root[cq]
         self._version[cq] += 1
-        settled = self._cannot_preempt(cq)
+        settled = self._cannot_preempt(cq, heads)
         if settled and self._simple[root]:
             need = self._one_need(heads)
             if need is not None:
                 fr, amount = need
+                if len(heads) == 1:
+                    wl = heads[0]
+                    bucket = self._buckets.setdefault((root, fr), {}).setdefault(amount, [])
+                    borrows = (
+                        self.quota.usage[cq].get(fr, 0.0) + amount
+                        > self.quota.nominal[cq].get(fr, 0.0) + EPS
+                    )
+                    entry = _Parked(
+                        borrows, -wl.priority, wl.created, wl.seq, self._version[cq], cq, wl
+                    )
+                    heappush(bucket, entry)
+                    return
                 waiting = self._need_parked.setdefault((root, fr), [])
                 heappush(waiting, (amount - EPS, self._version[cq], cq))
                 return
@@ -480,11 +615,13 @@ class Admission:
         ):
             self._hungry[root].add(cq)
 
-    def _cannot_preempt(self, cq: int) -> bool:
-        """Whether no workload of ``cq`` can be admitted by preempting now (classic
-        preemption): it may not preempt within itself, and it may not reclaim, or reclaim could
-        not help (it may not borrow while preempting and uses at least its nominal quota of
-        every flavor-resource: :meth:`_targets` then finds no candidates)."""
+    def _cannot_preempt(self, cq: int, heads: Iterable[Workload]) -> bool:
+        """Whether none of ``heads`` (of ``cq``) can be admitted by preempting now (classic
+        preemption): the queue may not preempt within itself, and it may not reclaim, or
+        reclaim could not help any head (it may not borrow while preempting, and in some
+        resource group every flavor would take the queue beyond its nominal quota of a
+        flavor-resource or asks one it uses all of: :meth:`_targets` then finds no
+        candidates)."""
         if self.fair:
             return False
         pol = self.cqs[cq].preemption
@@ -494,8 +631,19 @@ class Admission:
             return True
         if pol.borrow_within_cohort != NEVER:
             return False
-        usage = self.quota.usage[cq]
-        return all(usage.get(fr, 0.0) >= q for fr, q in self.quota.nominal[cq].items())
+        usage, nominal = self.quota.usage[cq], self.quota.nominal[cq]
+
+        def within(pairs: tuple[tuple[int, float], ...]) -> bool:
+            return all(
+                usage.get(fr, 0.0) < nominal.get(fr, 0.0)
+                and usage.get(fr, 0.0) + a <= nominal.get(fr, 0.0) + EPS
+                for fr, a in pairs
+            )
+
+        return not any(
+            all(any(within(pairs) for _, pairs in group) for group in self.flavor_options(wl))
+            for wl in heads
+        )
 
     def _one_need(self, heads: list[Workload]) -> tuple[int, float] | None:
         """(flavor-resource, smallest amount) when every head asks one amount of the same one
@@ -548,15 +696,12 @@ class Admission:
             heads = sorted(heap[0] for heap in buckets.values())
         strict = self._strict[cq]
         tried: list[Workload] = []
-        settled: bool | None = None
         for entry in heads:
             wl = entry[3]
             a = self._assign(wl)
             if a.mode == FIT:
                 return wl, a, []
-            if a.mode == PREEMPTS and settled is None:
-                settled = self._cannot_preempt(cq)
-            if a.mode == PREEMPTS and not settled:
+            if a.mode == PREEMPTS and not self._cannot_preempt(cq, (wl,)):
                 targets = self._targets(wl, a)
                 if targets:
                     return wl, a, targets
