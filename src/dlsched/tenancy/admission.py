@@ -187,9 +187,11 @@ class Admission:
         self._hungry: dict[int, set[int]] = {r: set() for r in self._tree}
         # In a tree without lending or borrowing limits every queue may take exactly what its
         # root has free. A parked queue there that cannot preempt and whose heads each ask one
-        # amount of one flavor-resource waits in a heap per (tree, flavor-resource) until the
-        # root has free at least the smallest of those amounts: an exact condition, where the
-        # released-quota rule above also wakes it for quota others take first.
+        # amount of the same flavor-resource waits with each head in a bucket per (tree,
+        # flavor-resource, amount), ordered as candidates are: each round streams the heads
+        # that are their queue's candidate into the candidates in that order, as long as the
+        # root has their amount free, without checking the others (:meth:`_stream_next`).
+        # Trees whose free quota grew since the last round are ``_ready``.
         nodes = range(len(self.quota.names))
         self._simple = {
             r: not any(
@@ -199,11 +201,6 @@ class Admission:
             )
             for r in self._tree
         }
-        self._need_parked: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
-        # Such a queue with one head waits instead in a bucket per (tree, flavor-resource,
-        # amount), ordered as candidates are: each round streams them into the candidates in
-        # that order, as long as the root has their amount free, without checking the others
-        # (see :meth:`_stream_next`). Trees whose free quota grew since are ``_ready``.
         self._buckets: dict[tuple[int, int], dict[float, list[_Parked]]] = {}
         self._ready: set[tuple[int, int]] = set()
         self._version = [0] * len(self.cqs)
@@ -340,18 +337,9 @@ class Admission:
             # Its own usage fell: it may now be able to reclaim.
             self._dirty.add(wl.cq)
         if self._simple[root]:
-            subtree, usage = self.quota.subtree[root], self.quota.usage[root]
             for fr in freed:
                 if self._buckets.get((root, fr)):
                     self._ready.add((root, fr))
-                waiting = self._need_parked.get((root, fr))
-                if not waiting:
-                    continue
-                free = subtree.get(fr, 0.0) - usage.get(fr, 0.0)
-                while waiting and waiting[0][0] <= free:
-                    _, version, cq = heappop(waiting)
-                    if version == self._version[cq]:
-                        self._dirty.add(cq)
 
     def admit_now(self, wl: Workload, now: float) -> bool:
         """Admit ``wl`` (not pending) if it fits without preemption; for setting up a state."""
@@ -413,8 +401,9 @@ class Admission:
         # until the first eviction each queue's own usage is (one candidate per queue).
         changed = evicted = False
         at = 0
+        deferred: list[tuple[tuple[int, int], float, _Parked]] = []
         while True:
-            streamed = self._stream_next(streams) if streams else None
+            streamed = self._stream_next(streams, deferred) if streams else None
             if streamed is not None and (
                 at == len(candidates) or self._before(streamed[1], candidates[at])
             ):
@@ -426,11 +415,19 @@ class Admission:
                 self._pop(wl)
                 self._take(wl, assignment, now, entry.borrows)
                 changed = True
+                # One candidate per queue and round: its other heads' entries are void.
+                self._version[wl.cq] += 1
                 if self.pending_count[wl.cq]:
                     self._dirty.add(wl.cq)
                 out.append(Admitted(wl, ()))
                 continue
             if at == len(candidates):
+                for key, amount, entry in deferred:
+                    heappush(self._buckets.setdefault(key, {}).setdefault(amount, []), entry)
+                if changed:
+                    # A bucket queue skipped at its turn is a candidate again next round,
+                    # with what is free then (as a skipped candidate is re-checked).
+                    self._ready.update(key for key, _ in streams)
                 return
             wl, assignment, targets = candidates[at]
             at += 1
@@ -502,29 +499,55 @@ class Admission:
         return entry.version == self._version[entry.cq] and entry.head.assignment is None
 
     def _stream_next(
-        self, streams: list[tuple[tuple[int, int], float]]
+        self,
+        streams: list[tuple[tuple[int, int], float]],
+        deferred: list[tuple[tuple[int, int], float, _Parked]],
     ) -> tuple[list[_Parked], _Parked] | None:
-        """The bucket queue whose head sorts first among those whose amount the root had free
-        when the round began and has free now (those are exactly the bucket queues that would
-        be candidates of this round and fit at their turn; no quota is freed during a round
-        with streams), with its bucket; None when there is none. Stale entries are dropped."""
-        best: tuple[list[_Parked], _Parked] | None = None
-        for key, free_then in streams:
-            buckets = self._buckets.get(key)
-            if not buckets:
-                continue
-            limit = min(free_then, self._free(*key)) + EPS
-            for amount, bucket in list(buckets.items()):
-                if amount > limit:
+        """The bucket head that sorts first among those that are their queue's candidate this
+        round (its first head whose amount the root had free when the round began) and whose
+        amount the root has free now, with its bucket; None when there is none. Those are
+        exactly the bucket queues' candidates that fit at their turn (no quota is freed during
+        a round with streams). Stale entries are dropped; valid heads that are not their
+        queue's candidate go to ``deferred`` until the round ends."""
+        while True:
+            best: tuple[list[_Parked], _Parked, float, tuple[int, int], float] | None = None
+            for key, free_then in streams:
+                buckets = self._buckets.get(key)
+                if not buckets:
                     continue
-                while bucket and not self._valid(bucket[0]):
-                    heappop(bucket)
-                if not bucket:
-                    del buckets[amount]
-                    continue
-                if best is None or bucket[0][:4] < best[1][:4]:
-                    best = (bucket, bucket[0])
-        return best
+                limit = min(free_then, self._free(*key)) + EPS
+                for amount, bucket in list(buckets.items()):
+                    if amount > limit:
+                        continue
+                    while bucket and not self._valid(bucket[0]):
+                        heappop(bucket)
+                    if not bucket:
+                        del buckets[amount]
+                        continue
+                    if best is None or bucket[0][:4] < best[1][:4]:
+                        best = (bucket, bucket[0], free_then, key, amount)
+            if best is None:
+                return None
+            bucket, entry, free_then, key, amount = best
+            if self._first_fitting(entry.cq, free_then) is entry.head:
+                return bucket, entry
+            deferred.append((key, amount, heappop(bucket)))
+
+    def _first_fitting(self, cq: int, free: float) -> Workload | None:
+        """The first head of bucket queue ``cq`` (in candidate order; only the first under
+        StrictFIFO) asking at most ``free``: its candidate when the root has ``free``."""
+        buckets = self.pending[cq]
+        heads = (
+            sorted(heap[0] for heap in buckets.values())
+            if len(buckets) > 1
+            else [next(iter(buckets.values()))[0]]
+        )
+        for entry in heads[:1] if self._strict[cq] else heads:
+            wl = entry[3]
+            options = wl.options if wl.options is not None else self.flavor_options(wl)
+            if options[0][0][1][0][1] <= free + EPS:
+                return wl
+        return None
 
     def withdraw(self, wl: Workload) -> bool:
         """``wl`` leaves without being admitted (its job was cancelled while it waited);
@@ -587,23 +610,16 @@ class Admission:
         self._version[cq] += 1
         settled = self._cannot_preempt(cq, heads)
         if settled and self._simple[root]:
-            need = self._one_need(heads)
-            if need is not None:
-                fr, amount = need
-                if len(heads) == 1:
-                    wl = heads[0]
+            needs = self._single_needs(heads)
+            if needs is not None:
+                usage, nominal = self.quota.usage[cq], self.quota.nominal[cq]
+                for wl, (fr, amount) in zip(heads, needs, strict=True):
                     bucket = self._buckets.setdefault((root, fr), {}).setdefault(amount, [])
-                    borrows = (
-                        self.quota.usage[cq].get(fr, 0.0) + amount
-                        > self.quota.nominal[cq].get(fr, 0.0) + EPS
-                    )
+                    borrows = usage.get(fr, 0.0) + amount > nominal.get(fr, 0.0) + EPS
                     entry = _Parked(
                         borrows, -wl.priority, wl.created, wl.seq, self._version[cq], cq, wl
                     )
                     heappush(bucket, entry)
-                    return
-                waiting = self._need_parked.setdefault((root, fr), [])
-                heappush(waiting, (amount - EPS, self._version[cq], cq))
                 return
         # Released quota together with what preempting frees may admit a head of a queue that
         # can preempt, whatever its deficit: such a queue waits for any release.
@@ -645,18 +661,16 @@ class Admission:
             for wl in heads
         )
 
-    def _one_need(self, heads: list[Workload]) -> tuple[int, float] | None:
-        """(flavor-resource, smallest amount) when every head asks one amount of the same one
-        flavor-resource (one resource group with one flavor); else None."""
-        found: tuple[int, float] | None = None
+    def _single_needs(self, heads: list[Workload]) -> list[tuple[int, float]] | None:
+        """Each head's (flavor-resource, amount) when every head asks one amount of the same
+        one flavor-resource (one resource group with one flavor); else None."""
+        found: list[tuple[int, float]] = []
         for wl in heads:
             options = wl.options if wl.options is not None else self.flavor_options(wl)
             if len(options) != 1 or len(options[0]) != 1 or len(options[0][0][1]) != 1:
                 return None
-            fr, amount = options[0][0][1][0]
-            if found is None or (found[0] == fr and amount < found[1]):
-                found = (fr, amount)
-            elif found[0] != fr:
+            found.append(options[0][0][1][0])
+            if found[-1][0] != found[0][0]:
                 return None
         return found
 
