@@ -183,3 +183,48 @@ def test_dashboard_shows_queue_usage_against_quota(tmp_path: Path) -> None:
     # a uses 4 GPUs on a nominal quota of 2, borrowing 2 from b's idle quota.
     assert queues["a"] == ["a", "pool", "4 / 2", "100%", "2", "0"]
     assert queues["b"] == ["b", "pool", "0 / 4", "0%", "0", "0"]
+
+
+def test_dashboard_asks_a_tenant_for_its_token_and_lists_only_its_jobs(tmp_path: Path) -> None:
+    from dlsched.testing.live_run import LiveService
+    from tests.service.test_tenants import ADMIN, TEAM_A, TEAM_B, write_tokens
+    from tests.tenancy.kueue_manifests import documents, write
+
+    manifests = write(
+        tmp_path / "queues.yaml",
+        documents({"qa": {"gpu": 4}, "qb": {"gpu": 4}, "qb-low": {"gpu": 4}}),
+    )
+    tokens = write_tokens(tmp_path / "tokens.toml")
+    args = ["--backend", "fake", "--cluster", "2x4", "--policy", "fifo", "--round", "0.5"]
+    args += ["--queues", str(manifests), "--tokens", str(tokens)]
+    with LiveService(tmp_path, args, token=ADMIN) as live:
+        mine = live.call("POST", "/jobs", _sleeper("mine", "qa"), token=TEAM_A)["id"]
+        theirs = live.call("POST", "/jobs", _sleeper("theirs", "qb"), token=TEAM_B)["id"]
+        with sync_api.sync_playwright() as p:
+            browser = launch(p)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                page.set_default_timeout(60_000)
+                page.goto(live.url + "/?refresh=500")
+                page.wait_for_selector("#token-form", state="visible")
+                asked = page.text_content("#token-note") or ""
+                page.fill("#token", "not-a-token-0123456789")
+                page.click("#token-form button")
+                page.wait_for_function(
+                    "document.getElementById('token-note').textContent.includes('did not accept')"
+                )
+                page.fill("#token", TEAM_A)
+                page.click("#token-form button")
+                page.wait_for_selector(f'tr[data-job-id="{mine}"]')
+                shown = page.eval_on_selector_all(
+                    "tr[data-job-id]", "rows => rows.map(r => r.dataset.jobId)"
+                )
+                assert not page.is_visible("#token-form")
+            finally:
+                browser.close()
+    assert "token" in asked
+    assert mine in shown and theirs not in shown
+
+
+def _sleeper(name: str, queue: str) -> dict[str, Any]:
+    return {"name": name, "gpus": 1, "command": ["sleep", "900"], "queue": queue}

@@ -49,7 +49,9 @@ class LiveService:
     """``dlsched serve --db <out>/state.db --port 0 ARGS`` as a subprocess (output in
     ``<out>/serve.log``) and a minimal JSON client for it. The constructor returns once the
     service announced its URL; raises RuntimeError with the log if it exits or does not within
-    ``start_timeout_s``. Use as a context manager, or call :meth:`stop`."""
+    ``start_timeout_s``. Calls send ``token`` (default: the token the service wrote beside its
+    store; a service started with ``--tokens`` writes none). Use as a context manager, or call
+    :meth:`stop`."""
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class LiveService:
         args: Sequence[str],
         env: Mapping[str, str] | None = None,
         start_timeout_s: float = 120.0,
+        token: str | None = None,
     ) -> None:
         self.log = out / "serve.log"
         self.jobs_root = out / "state.db.jobs"
@@ -77,15 +80,22 @@ class LiveService:
                 raise RuntimeError(f"the service did not start:\n{self.log.read_text()}")
             time.sleep(0.1)
         self.url = m.group(1)
-        self.token = (out / "state.db.token").read_text().strip()
+        # A service with a token file (serve --tokens) writes no token of its own.
+        self.token = token or (out / "state.db.token").read_text().strip()
 
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """One API call; the decoded JSON answer (HTTP errors raise)."""
+    def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, token: str | None = None
+    ) -> Any:
+        """One API call with ``token`` (default: :attr:`token`); the decoded JSON answer (HTTP
+        errors raise)."""
         req = urllib.request.Request(
             self.url + path,
             method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"Bearer {token or self.token}",
+                "Content-Type": "application/json",
+            },
         )
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.load(r)

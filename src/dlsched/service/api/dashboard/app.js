@@ -320,17 +320,58 @@ function render(jobs, cluster, metrics) {
       : `cycle p50 ${p50.toFixed(1)} ms · p99 ${p99.toFixed(1)} ms`;
 }
 
+// A service with tenants (serve --tokens) answers /jobs only to a token: the page asks for it
+// and keeps it for this tab only (sessionStorage), sending it as a bearer token; the service
+// then lists that tenant's jobs (all jobs for the admin token).
+const TOKEN_KEY = "dlsched-token";
+
+class NeedsToken extends Error {}
+
 async function getJson(path) {
-  const response = await fetch(path, { cache: "no-store" });
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  const response = await fetch(path, { cache: "no-store", headers });
+  if (response.status === 401) throw new NeedsToken(`${path}: HTTP 401`);
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
   return response.json();
 }
 
-async function refresh() {
+function askToken(rejected) {
+  const form = document.getElementById("token-form");
+  form.hidden = false;
+  document.getElementById("token-note").textContent = rejected
+    ? "The service did not accept that token; enter another."
+    : "This service has tenants: enter your token to see your jobs.";
+}
+
+function setupTokenForm() {
+  const form = document.getElementById("token-form");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const input = document.getElementById("token");
+    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    input.value = "";
+    form.hidden = true;
+    refresh(false);
+  });
+}
+
+async function jobsOrAsk() {
+  try {
+    return await getJson("jobs");
+  } catch (err) {
+    if (!(err instanceof NeedsToken)) throw err;
+    askToken(sessionStorage.getItem(TOKEN_KEY) !== null);
+    sessionStorage.removeItem(TOKEN_KEY);
+    return [];
+  }
+}
+
+async function refresh(again = true) {
   const status = document.getElementById("updated");
   try {
     const [jobs, cluster, metrics] = await Promise.all([
-      getJson("jobs"),
+      jobsOrAsk(),
       getJson("cluster"),
       getJson("metrics"),
     ]);
@@ -342,8 +383,9 @@ async function refresh() {
     status.textContent = `cannot reach the service (${err.message}); retrying`;
     status.classList.add("error");
   } finally {
-    setTimeout(refresh, REFRESH_MS);
+    if (again) setTimeout(refresh, REFRESH_MS);
   }
 }
 
+setupTokenForm();
 refresh();
