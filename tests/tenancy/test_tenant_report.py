@@ -5,9 +5,11 @@ queues is refused with one line."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -96,4 +98,19 @@ def test_analyze_a_run_without_queues_is_refused(tmp_path: Path, runs: tuple[Pat
     r = CliRunner().invoke(app, ["analyze", str(runs[1]), "--out", str(out)])
     assert r.exit_code == 2
     assert "a job run without queues (no tenants.parquet)" in r.output
+    assert "Traceback" not in r.output and not out.exists()
+
+
+def test_analyze_a_series_of_an_earlier_version_is_refused(
+    tmp_path: Path, runs: tuple[Path, Path]
+) -> None:
+    # Before cohort rows, tenants.parquet had no level or cohort column.
+    run = tmp_path / "old"
+    shutil.copytree(runs[0], run)
+    table = pq.read_table(run / "tenants.parquet").drop_columns(["level", "cohort"])
+    pq.write_table(table, run / "tenants.parquet")
+    out = tmp_path / "report"
+    r = CliRunner().invoke(app, ["analyze", str(run), "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert "tenants.parquet: no column level, cohort" in r.output
     assert "Traceback" not in r.output and not out.exists()

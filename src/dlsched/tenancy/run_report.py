@@ -21,7 +21,7 @@ from dlsched.analysis.figures import DPI, new_figure
 from dlsched.analysis.html import page_start, paragraph, table
 from dlsched.metrics.rundir import TENANTS_FILE, read_summary
 from dlsched.outdir import DirKind
-from dlsched.tenancy.series import queue_steps
+from dlsched.tenancy.series import SCHEMA, queue_steps
 
 INDEX, STATS, USAGE, JCT = "index.html", "stats.json", "usage.png", "jct.png"
 TENANT_REPORT_DIR = DirKind("tenant report directory", (INDEX, STATS, USAGE, JCT))
@@ -104,6 +104,12 @@ def write_tenant_report(run: str | Path, out: str | Path, force: bool = False) -
     if not tenants:
         raise ValueError(f"{run / 'summary.json'}: field 'tenants': expected the run's queues")
     series = pq.read_table(run / TENANTS_FILE)
+    missing = [name for name in SCHEMA.names if name not in series.column_names]
+    if missing:
+        raise ValueError(
+            f"{run / TENANTS_FILE}: no column {', '.join(missing)}: written by an earlier "
+            "dlsched (quota rows per queue only); simulate the run again"
+        )
     times = series.column("time").to_numpy()
     end = float(times.max()) if len(times) else 0.0
 
