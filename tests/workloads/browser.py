@@ -5,6 +5,8 @@ is missing."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +29,18 @@ def launch(playwright: Any) -> Any:
     return playwright.chromium.launch(
         executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
     )
+
+
+@contextmanager
+def dashboard_page(url: str) -> Iterator[Any]:
+    """A page of a headless system Chromium (1280 × 1000, 60-s timeouts) opened at ``url``;
+    the browser is closed after."""
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(60_000)
+            page.goto(url)
+            yield page
+        finally:
+            browser.close()

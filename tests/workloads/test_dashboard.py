@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.workloads.browser import MARKS, launch, sync_api
+from tests.workloads.browser import MARKS, dashboard_page, launch, sync_api
 from tests.workloads.service_helpers import Service, running_service
 
 pytestmark = MARKS
@@ -161,24 +161,18 @@ def test_dashboard_shows_queue_usage_against_quota(tmp_path: Path) -> None:
             body["expected_duration_s"] = 900
             service.send("POST", "/jobs", body)
         service.wait(lambda js: [j["state"] for j in js] == ["RUNNING", "RUNNING"])
-        with sync_api.sync_playwright() as p:
-            browser = launch(p)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 1000})
-                page.set_default_timeout(60_000)
-                page.goto(service.url + "/?refresh=500")
-                page.wait_for_selector('#queues tr[data-queue="a"]')
-                page.wait_for_function(
-                    "document.querySelector('#queues tr[data-queue=\"a\"]').dataset.borrowing"
-                    " === 'true'"
-                )
-                rows = page.eval_on_selector_all(
-                    "#queues tbody tr",
-                    "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))",
-                )
-                assert page.is_visible("#queues-section")
-            finally:
-                browser.close()
+        with dashboard_page(service.url + "/?refresh=500") as page:
+            page.wait_for_selector('#queues tr[data-queue="a"]')
+            page.wait_for_function(
+                "document.querySelector('#queues tr[data-queue=\"a\"]').dataset.borrowing"
+                " === 'true'"
+            )
+            rows = page.eval_on_selector_all(
+                "#queues tbody tr",
+                "rows => rows.map(r => [...r.cells].map(c => c.textContent.trim()))",
+            )
+            assert page.is_visible("#queues-section")
+
     queues = {r[0]: r for r in rows}
     # a uses 4 GPUs on a nominal quota of 2, borrowing 2 from b's idle quota.
     assert queues["a"] == ["a", "pool", "4 / 2", "100%", "2", "0"]
@@ -200,28 +194,22 @@ def test_dashboard_asks_a_tenant_for_its_token_and_lists_only_its_jobs(tmp_path:
     with LiveService(tmp_path, args, token=ADMIN) as live:
         mine = live.call("POST", "/jobs", _sleeper("mine", "qa"), token=TEAM_A)["id"]
         theirs = live.call("POST", "/jobs", _sleeper("theirs", "qb"), token=TEAM_B)["id"]
-        with sync_api.sync_playwright() as p:
-            browser = launch(p)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 1000})
-                page.set_default_timeout(60_000)
-                page.goto(live.url + "/?refresh=500")
-                page.wait_for_selector("#token-form", state="visible")
-                asked = page.text_content("#token-note") or ""
-                page.fill("#token", "not-a-token-0123456789")
-                page.click("#token-form button")
-                page.wait_for_function(
-                    "document.getElementById('token-note').textContent.includes('did not accept')"
-                )
-                page.fill("#token", TEAM_A)
-                page.click("#token-form button")
-                page.wait_for_selector(f'tr[data-job-id="{mine}"]')
-                shown = page.eval_on_selector_all(
-                    "tr[data-job-id]", "rows => rows.map(r => r.dataset.jobId)"
-                )
-                assert not page.is_visible("#token-form")
-            finally:
-                browser.close()
+        with dashboard_page(live.url + "/?refresh=500") as page:
+            page.wait_for_selector("#token-form", state="visible")
+            asked = page.text_content("#token-note") or ""
+            page.fill("#token", "not-a-token-0123456789")
+            page.click("#token-form button")
+            page.wait_for_function(
+                "document.getElementById('token-note').textContent.includes('did not accept')"
+            )
+            page.fill("#token", TEAM_A)
+            page.click("#token-form button")
+            page.wait_for_selector(f'tr[data-job-id="{mine}"]')
+            shown = page.eval_on_selector_all(
+                "tr[data-job-id]", "rows => rows.map(r => r.dataset.jobId)"
+            )
+            assert not page.is_visible("#token-form")
+
     assert "token" in asked
     assert mine in shown and theirs not in shown
 

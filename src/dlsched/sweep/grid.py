@@ -39,12 +39,9 @@ from dlsched.runner import Experiment, Selection
 from dlsched.sim.config import SimConfig
 from dlsched.sim.groups import policy_catalog
 
-GRID_KEYS = {
-    "traces",
-    "clusters",
-    "policies",
-    "placements",
-    "seeds",
+AXIS_KEYS = ("traces", "clusters", "policies", "placements", "seeds")
+"""Grid fields whose values multiply into cells (a resumed sweep may add values)."""
+SHARED_KEYS = (
     "estimator",
     "selection",
     "trace_format",
@@ -52,7 +49,9 @@ GRID_KEYS = {
     "queue_map",
     "placement_options",
     "comm_model",
-}
+)
+"""Grid fields every cell shares (a resumed sweep must keep them)."""
+GRID_KEYS = {*AXIS_KEYS, *SHARED_KEYS}
 
 
 class GridError(ValueError):

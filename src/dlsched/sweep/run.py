@@ -29,7 +29,7 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.outdir import write_file_atomic
 from dlsched.policy.registry import policies
 from dlsched.runner import Experiment, check_extras, run_experiment
-from dlsched.sweep.grid import Cell, Grid, GridError, cell_dir
+from dlsched.sweep.grid import AXIS_KEYS, SHARED_KEYS, Cell, Grid, GridError, cell_dir
 from dlsched.sweep.report import write_report
 
 ProgressFn = Callable[[int, int], None]
@@ -179,24 +179,15 @@ def _check_grid_file(out: Path, grid: Grid) -> None:
             old = json.loads(path.read_text())
         except json.JSONDecodeError:
             raise GridError(f"{path}: not a sweep's grid file (invalid JSON)") from None
-        fixed = (
-            "estimator",
-            "selection",
-            "trace_format",
-            "queues",
-            "queue_map",
-            "placement_options",
-            "comm_model",
-        )
         # A sweep written before placement options existed ran every cell without any.
         old.setdefault("placement_options", {})
-        for key in fixed:
+        for key in SHARED_KEYS:
             if old.get(key) != data[key]:
                 raise GridError(
                     f"{out} holds a sweep with a different {key} ({old.get(key)!r}, now "
                     f"{data[key]!r}); use another --out"
                 )
-        for key in ("traces", "clusters", "policies", "placements", "seeds"):
+        for key in AXIS_KEYS:
             data[key] = list(dict.fromkeys([*old.get(key, []), *data[key]]))
     elif any(out.iterdir()):
         raise GridError(f"{out} is not empty and holds no sweep (no grid.json); use another --out")
