@@ -59,7 +59,7 @@ from dlsched.sim.ps_adapter import why_never_runs
 from dlsched.sim.report import kind_summary
 from dlsched.tenancy.report import no_tenants, tenant_summary
 from dlsched.tenancy.series import quota_series
-from dlsched.tenancy.stage import AdmissionStage
+from dlsched.tenancy.stage import AdmissionStage, Decision
 from dlsched.trace.schema import Trace
 
 P_NODE, P_FINISH, P_ARRIVAL, P_POWER = 0, 1, 2, 40
@@ -586,6 +586,17 @@ class Simulator:
         decisions = self.admission.run(now)
         if not decisions:
             return
+        if any(decision.evicted for decision in decisions):
+            self._evict(decisions, now)
+        else:
+            self._hand_over([decision.job for decision in decisions], now)
+        if self._multi:
+            self._request_cycles(now)
+
+    def _evict(self, decisions: list[Decision], now: float) -> None:
+        """Carry out admissions some of which evict: evicted running jobs are preempted by
+        a Plan, evicted jobs wait for admission again, admitted ones go to their policy."""
+        assert self.admission is not None
         handed: dict[SimJob, None] = {}
         running: list[SimJob] = []
         evicted: list[SimJob] = []
@@ -606,16 +617,21 @@ class Simulator:
                 self._withdraw(victim)
             self.admission.requeue(victim)
             self._dirty[victim.group].add(victim.pool)
+        self._hand_over(list(handed), now)
+
+    def _hand_over(self, admitted: list[SimJob], now: float) -> None:
+        """Admitted jobs go to their policy (with the GPU type their flavors select)."""
+        assert self.admission is not None
         typed = self.admission.typed_flavors
-        for job in handed:
-            gpu_type = self.admission.gpu_type_of(job) if typed else None
-            d = job.demand
-            if gpu_type is not None and d.gpu_type is None:
-                job.demand = replace(d, gpu_type=gpu_type)
-            self.groups[job.group].scheduler.on_submitted(job, now)
-            self._dirty[job.group].add(job.pool)
-        if self._multi:
-            self._request_cycles(now)
+        groups, dirty = self.groups, self._dirty
+        for job in admitted:
+            if typed:
+                gpu_type = self.admission.gpu_type_of(job)
+                d = job.demand
+                if gpu_type is not None and d.gpu_type is None:
+                    job.demand = replace(d, gpu_type=gpu_type)
+            groups[job.group].scheduler.on_submitted(job, now)
+            dirty[job.group].add(job.pool)
 
     def _withdraw(self, job: SimJob) -> None:
         sched = self.groups[job.group].scheduler
@@ -989,8 +1005,8 @@ class Simulator:
         pool = job.pool
         self.groups[job.group].scheduler.on_finished(job, now)
         if self.admission is not None:
+            # Its freed quota may admit jobs of any group: every group's pool is touched below.
             self.admission.finish(job, now)
-            self._touch_all(pool)
         if job.kind:
             # Elastic and PS work is not in seconds: their run time is the time from first start.
             job.duration = now - job.first_start

@@ -75,13 +75,14 @@ class Workload:
     seq: int
     requests: Mapping[str, float]
     gpu_type: str | None = None
+    shape: Any = None
+    options: FlavorOptions | None = None
+    fast: _Fast | None = None
     assignment: dict[int, float] | None = None
     flavors: tuple[str, ...] = ()
     admitted_at: float = float("nan")
     borrows: bool = False
-    shape: Any = None
     needs: list[tuple[_Group, list[tuple[str, float]]]] | None = None
-    options: FlavorOptions | None = None
 
     def shape_key(self) -> Any:
         """``shape``, derived from the requests and GPU type when not given."""
@@ -133,10 +134,26 @@ class _Group(NamedTuple):
 
 
 class _Assignment(NamedTuple):
+    """A flavor assignment; ``request`` (flavor-resource number → amount) is shared between
+    workloads and never changed."""
+
     mode: int
     request: dict[int, float]
     borrows: bool
     flavors: tuple[str, ...]
+
+
+class _Fast(NamedTuple):
+    """The assignments of a workload that asks one amount of one flavor-resource in a queue
+    whose tree has no lending or borrowing limits (most): it fits exactly when its tree's root
+    has ``amount`` free, and borrows when its queue's usage would pass ``nominal``."""
+
+    root: int
+    fr: int
+    amount: float
+    nominal: float
+    own: _Assignment
+    borrowing: _Assignment
 
 
 def flavor_gpu_type(labels: Mapping[str, str], gpu_types: Iterable[str]) -> str | None:
@@ -213,6 +230,7 @@ class Admission:
         self._strict = [cq.queueing_strategy == STRICT_FIFO for cq in self.cqs]
         self._needs: dict[tuple[int, Any], list[tuple[_Group, list[tuple[str, float]]]]] = {}
         self._option_cache: dict[tuple[int, Any], FlavorOptions] = {}
+        self._fast_cache: dict[tuple[int, Any], _Fast | None] = {}
         self._flavor_type = {
             fl.name: fl.gpu_type for groups in self._groups for g in groups for fl in g.flavors
         }
@@ -279,8 +297,28 @@ class Admission:
                 ]
                 for group, needed in self._needed(wl)
             ]
+            self._fast_cache[key] = self._fast_of(wl.cq, found)
         wl.options = found
+        wl.fast = self._fast_cache[key]
         return found
+
+    def _fast_of(self, cq: int, options: FlavorOptions) -> _Fast | None:
+        """The :class:`_Fast` of a workload of ``cq`` with flavor ``options``, if it has one."""
+        if not self.quota.plain[cq] or len(options) != 1 or len(options[0]) != 1:
+            return None
+        flavor, pairs = options[0][0]
+        if len(pairs) != 1:
+            return None
+        fr, amount = pairs[0]
+        names = (flavor.name,)
+        return _Fast(
+            self.quota.root[cq],
+            fr,
+            amount,
+            self.quota.nominal[cq].get(fr, 0.0),
+            _Assignment(FIT, {fr: amount}, False, names),
+            _Assignment(FIT, {fr: amount}, True, names),
+        )
 
     # ---- workloads in and out ------------------------------------------------------------------
     def never_admitted(self, wl: Workload) -> str | None:
@@ -305,38 +343,50 @@ class Admission:
 
     def submit(self, wl: Workload) -> None:
         """``wl`` waits for admission (new, or back after an eviction)."""
-        buckets = self.pending[wl.cq]
+        cq = wl.cq
+        buckets = self.pending[cq]
         shape = wl.shape if wl.shape is not None else wl.shape_key()
+        entry = (-wl.priority, wl.created, wl.seq, wl)
         heap = buckets.get(shape)
         if heap is None:
-            heap = buckets[shape] = []
-        heappush(heap, (-wl.priority, wl.created, wl.seq, wl))
-        self.pending_count[wl.cq] += 1
-        self._waiting_in_tree[self.quota.root[wl.cq]].add(wl.cq)
-        self._dirty.add(wl.cq)
+            buckets[shape] = [entry]
+        else:
+            heappush(heap, entry)
+        count = self.pending_count[cq]
+        self.pending_count[cq] = count + 1
+        if not count:
+            self._waiting_in_tree[self.quota.root[cq]].add(cq)
+        self._dirty.add(cq)
 
     def release(self, wl: Workload) -> None:
         """An admitted workload ended or was evicted: its quota is free again."""
-        assert wl.assignment is not None
-        self.quota.remove(wl.cq, wl.assignment)
-        del self.admitted[wl.cq][wl]
-        root = self.quota.root[wl.cq]
-        released = self._released[root] = self._released[root] + sum(wl.assignment.values())
         freed = wl.assignment
+        assert freed is not None
+        cq = wl.cq
+        fast = wl.fast
+        if fast is not None:
+            self.quota.discharge(cq, fast.fr, fast.amount)
+            amount = fast.amount
+        else:
+            self.quota.remove(cq, freed)
+            amount = sum(freed.values())
+        del self.admitted[cq][wl]
         wl.assignment = None
+        root = self.quota.root[cq]
+        released = self._released[root] = self._released[root] + amount
         if self.fair or self.recheck_all:
             # Fair sharing's order and targets change with every share: re-check them all.
             self._dirty |= self._waiting_in_tree[root]
             return
         parked = self._parked[root]
         while parked and parked[0][0] <= released:
-            _, version, cq = heappop(parked)
-            if version == self._version[cq]:
-                self._dirty.add(cq)
-        if self.pending_count[wl.cq]:
+            _, version, waiting = heappop(parked)
+            if version == self._version[waiting]:
+                self._dirty.add(waiting)
+        if self.pending_count[cq]:
             # Its own usage fell: it may now be able to reclaim.
-            self._dirty.add(wl.cq)
-        if self._simple[root]:
+            self._dirty.add(cq)
+        if self._buckets and self._simple[root]:
             for fr in freed:
                 if self._buckets.get((root, fr)):
                     self._ready.add((root, fr))
@@ -357,17 +407,35 @@ class Admission:
         out: list[Admitted] = []
         while self._dirty or self._ready:
             dirty, self._dirty = self._dirty, set()
-            ready, self._ready = self._ready, set()
-            for cq in dirty:
-                # Checked below: whatever bucket entry it had is void.
-                self._version[cq] += 1
-            candidates = []
+            ready = self._ready
+            if ready:
+                self._ready = set()
+            version, pending, queued = self._version, self.pending_count, self.pending
+            usage, subtree = self.quota.usage, self.quota.subtree
+            candidates: list[tuple[Workload, _Assignment, list[Eviction]]] = []
             for cq in sorted(dirty) if len(dirty) > 1 else dirty:
-                if self.pending_count[cq]:
-                    found = self._candidate(cq)
-                    if found is not None:
-                        candidates.append(found)
-            streams = self._streams(ready, dirty, candidates)
+                # Checked here: whatever bucket entry it had is void.
+                version[cq] += 1
+                if not pending[cq]:
+                    continue
+                buckets = queued[cq]
+                if len(buckets) == 1:
+                    # The common case, as :meth:`_candidate` and :meth:`_assign` would find it.
+                    for heap in buckets.values():
+                        wl = heap[0][3]
+                    fast = wl.fast
+                    if fast is not None:
+                        fr, amount, root = fast.fr, fast.amount, fast.root
+                        if amount <= subtree[root].get(fr, 0.0) - usage[root].get(fr, 0.0) + EPS:
+                            if usage[cq].get(fr, 0.0) + amount > fast.nominal + EPS:
+                                candidates.append((wl, fast.borrowing, []))
+                            else:
+                                candidates.append((wl, fast.own, []))
+                            continue
+                found = self._candidate(cq)
+                if found is not None:
+                    candidates.append(found)
+            streams = self._streams(ready, dirty, candidates) if ready else []
             if not candidates and not streams:
                 break
             if len(candidates) <= 1:
@@ -385,8 +453,44 @@ class Admission:
                 candidates.sort(
                     key=lambda c: (c[1].borrows, -c[0].priority, c[0].created, c[0].seq)
                 )
-            self._round(candidates, streams, now, out)
+            if streams or any(c[2] for c in candidates):
+                self._round(candidates, streams, now, out)
+            else:
+                self._plain_round(candidates, now, out)
         return out
+
+    def _plain_round(
+        self,
+        candidates: list[tuple[Workload, _Assignment, list[Eviction]]],
+        now: float,
+        out: list[Admitted],
+    ) -> None:
+        """:meth:`_round` for a round that streams nothing and preempts nothing: admit the
+        sorted candidates in order while they fit."""
+        quota = self.quota
+        usage, subtree = quota.usage, quota.subtree
+        pending, dirty = self.pending_count, self._dirty
+        changed = False
+        for wl, assignment, _ in candidates:
+            cq = wl.cq
+            if changed:
+                # Until the first admission the quota is as the candidates saw it.
+                fast = wl.fast
+                if fast is not None:
+                    fr, root = fast.fr, fast.root
+                    ok = fast.amount <= subtree[root].get(fr, 0.0) - usage[root].get(fr, 0.0) + EPS
+                else:
+                    ok = quota.fits(cq, assignment.request)
+                if not ok:
+                    dirty.add(cq)
+                    continue
+            self._pop(wl)
+            self._take(wl, assignment, now, assignment.borrows)
+            changed = True
+            if pending[cq]:
+                # Its next head is a candidate of the next round.
+                dirty.add(cq)
+            out.append(Admitted(wl, ()))
 
     def _round(
         self,
@@ -455,7 +559,7 @@ class Admission:
             if self.pending_count[wl.cq]:
                 # Its next head is a candidate of the next round.
                 self._dirty.add(wl.cq)
-            out.append(Admitted(wl, tuple(targets)))
+            out.append(Admitted(wl, tuple(targets) if targets else ()))
 
     @staticmethod
     def _before(entry: _Parked, candidate: tuple[Workload, _Assignment, list[Eviction]]) -> bool:
@@ -584,19 +688,24 @@ class Admission:
     def _take(self, wl: Workload, a: _Assignment, now: float, borrows: bool | None) -> None:
         """Admit ``wl`` with assignment ``a``; ``borrows``: whether it borrows, when known (the
         assignment's, if the queue's usage has not changed since), None to find out."""
-        self.quota.add(wl.cq, a.request)
+        cq = wl.cq
+        fast = wl.fast
+        if fast is not None:
+            self.quota.charge(cq, fast.fr, fast.amount)
+        else:
+            self.quota.add(cq, a.request)
         wl.assignment = a.request
         wl.flavors = a.flavors
         if borrows is None:
-            borrows = any(self.quota.borrowing(wl.cq, fr) for fr in a.request)
+            borrows = any(self.quota.borrowing(cq, fr) for fr in a.request)
         wl.borrows = borrows
         wl.admitted_at = now
-        self.admitted[wl.cq][wl] = None
+        self.admitted[cq][wl] = None
         if self.recheck_all or self.fair:
             # Fair sharing: a share grew, which may let others preempt by it.
-            self._dirty |= self._waiting_in_tree[self.quota.root[wl.cq]]
-        elif wl.borrows:
-            hungry = self._hungry[self.quota.root[wl.cq]]
+            self._dirty |= self._waiting_in_tree[self.quota.root[cq]]
+        elif borrows:
+            hungry = self._hungry[self.quota.root[cq]]
             if hungry:
                 self._dirty |= hungry
                 hungry.clear()
@@ -705,7 +814,7 @@ class Admission:
     def _candidate(self, cq: int) -> tuple[Workload, _Assignment, list[Eviction]] | None:
         buckets = self.pending[cq]
         if len(buckets) == 1:
-            heads = [next(iter(buckets.values()))[0]]
+            heads = [heap[0] for heap in buckets.values()]
         else:
             heads = sorted(heap[0] for heap in buckets.values())
         strict = self._strict[cq]
@@ -729,6 +838,14 @@ class Admission:
         """Flavor assignment (module docstring): the mode is the worst over resource groups."""
         quota = self.quota
         cq = wl.cq
+        fast = wl.fast
+        if fast is not None:
+            fr, amount = fast.fr, fast.amount
+            root = fast.root
+            if amount <= quota.subtree[root].get(fr, 0.0) - quota.usage[root].get(fr, 0.0) + EPS:
+                if quota.usage[cq].get(fr, 0.0) + amount > fast.nominal + EPS:
+                    return fast.borrowing
+                return fast.own
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
         preempts = self._preempts[cq]
         request: dict[int, float] = {}

@@ -65,6 +65,12 @@ class QuotaTree:
         for r in {self.root[i] for i in range(n)}:
             self._fill_subtree(r)
         self.usage: list[dict[int, float]] = [{} for _ in range(n)]
+        # Nodes whose chain has no lending or borrowing limits: such a node may take exactly
+        # what its root has free, and its usage is charged in full to every ancestor.
+        self.plain = [
+            not any(self.lend_limit[c] or self.borrow_limit[c] for c in self.chain[i])
+            for i in range(n)
+        ]
         self.fr_names = {i: fr for fr, i in self.frs.items()}
 
     def _quotas(self, node: int, groups: Iterable[ResourceGroup]) -> None:
@@ -111,6 +117,8 @@ class QuotaTree:
         chain = self.chain[node]
         root = chain[-1]
         value = self.subtree[root].get(fr, 0.0) - self.usage[root].get(fr, 0.0)
+        if self.plain[node]:
+            return value
         for i in range(len(chain) - 2, -1, -1):
             n = chain[i]
             usage = self.usage[n].get(fr, 0.0)
@@ -162,6 +170,10 @@ class QuotaTree:
     # ---- changes ---------------------------------------------------------------------------
     def add(self, node: int, request: Mapping[int, float]) -> None:
         """Charge ``request`` to the node (and the part beyond its guarantee to its parents)."""
+        if self.plain[node]:
+            for fr, amount in request.items():
+                self.charge(node, fr, amount)
+            return
         for fr, amount in request.items():
             at = node
             while True:
@@ -175,8 +187,29 @@ class QuotaTree:
                     break
                 at, amount = parent, amount - local
 
+    def charge(self, node: int, fr: int, amount: float) -> None:
+        """:meth:`add` of ``amount`` of one ``fr`` to a :attr:`plain` node."""
+        for at in self.chain[node]:
+            usage = self.usage[at]
+            usage[fr] = usage.get(fr, 0.0) + amount
+
+    def discharge(self, node: int, fr: int, amount: float) -> None:
+        """:meth:`remove` of ``amount`` of one ``fr`` from a :attr:`plain` node."""
+        for at in self.chain[node]:
+            usage = self.usage[at]
+            before = usage.get(fr, 0.0)
+            usage[fr] = before - amount
+            if before <= 0:
+                break
+            if before < amount:
+                amount = before
+
     def remove(self, node: int, request: Mapping[int, float]) -> None:
         """Release what :meth:`add` charged."""
+        if self.plain[node]:
+            for fr, amount in request.items():
+                self.discharge(node, fr, amount)
+            return
         for fr, amount in request.items():
             at = node
             while True:

@@ -74,13 +74,15 @@ class AdmissionStage:
         n = len(self.names)
         # Per queue: GPUs in use and borrowed as last noted.
         self._used = [0.0] * n
+        self._usage = quota.usage
         self._borrowed = [0.0] * n
         self._start: float | None = None
         # (time, queue, GPUs in use, GPUs borrowed) at each change: the quota time series.
         self._changes = array("d")
-        # Per (queue, shape): why it can never be admitted, or its flavor options.
-        self._checked: dict[tuple[int, int], tuple[str | None, Any]] = {}
+        # Per (queue, shape): why it can never be admitted, or its flavor options and fast path.
+        self._checked: dict[tuple[int, int], tuple[str | None, Any, Any]] = {}
         self._shapes: dict[Any, int] = {}
+        self._shape_of: dict[int, tuple[Any, int]] = {}
         self._requests: list[dict[str, float]] = []
 
     def _resolve(
@@ -148,7 +150,47 @@ class AdmissionStage:
         return self.admission.quota.index[lq.cluster_queue]
 
     def _enter(self, job: Any, cq: int, priority: int, demand: Any, now: float) -> str | None:
-        # Equal demands share one small shape number: the admission keys its checks by it.
+        # Equal demands share one small shape number: the admission keys its checks by it. The
+        # simulator hands the same object for equal demands, so identity is tried first (the
+        # object is kept in the value, so its id is not reused).
+        known = self._shape_of.get(id(demand))
+        if known is None or known[0] is not demand:
+            known = self._shape_of[id(demand)] = (demand, self._shape(demand))
+        shape = known[1]
+        checked = self._checked.get((cq, shape))
+        if checked is None:
+            checked = self._checked[(cq, shape)] = self._check(cq, shape, demand.gpu_type)
+        if checked[0] is not None:
+            return checked[0]
+        self._seq += 1
+        wl = Workload(
+            job,
+            cq,
+            priority,
+            now,
+            self._seq,
+            self._requests[shape],
+            demand.gpu_type,
+            shape,
+            checked[1],
+            checked[2],
+        )
+        self._workloads[job] = wl
+        self.admission.submit(wl)
+        return None
+
+    def _check(self, cq: int, shape: int, gpu_type: str | None) -> tuple[str | None, Any, Any]:
+        """For workloads of ``shape`` in ``cq``: why they can never be admitted, or None and
+        their flavor options and fast path."""
+        probe = Workload(None, cq, 0, 0.0, 0, self._requests[shape], gpu_type, shape)
+        reason = self.admission.never_admitted(probe)
+        if reason is not None:
+            return reason, None, None
+        self.admission.flavor_options(probe)
+        return None, probe.options, probe.fast
+
+    def _shape(self, demand: Any) -> int:
+        """The shape number of ``demand`` (equal demands, one number)."""
         shape = self._shapes.get(demand)
         if shape is None:
             shape = self._shapes[demand] = len(self._shapes)
@@ -156,24 +198,7 @@ class AdmissionStage:
             requests = {k: v for k, v in asked.items() if v}
             requests[PODS] = 1.0
             self._requests.append(requests)
-        self._seq += 1
-        wl = Workload(
-            job, cq, priority, now, self._seq, self._requests[shape], demand.gpu_type, shape=shape
-        )
-        key = (cq, shape)
-        checked = self._checked.get(key)
-        if checked is None:
-            reason = self.admission.never_admitted(wl)
-            checked = self._checked[key] = (
-                reason,
-                None if reason is not None else self.admission.flavor_options(wl),
-            )
-        reason, wl.options = checked
-        if reason is not None:
-            return reason
-        self._workloads[job] = wl
-        self.admission.submit(wl)
-        return None
+        return shape
 
     def requeue(self, job: Any) -> None:
         """An evicted job (now stopped) waits for admission again."""
@@ -182,9 +207,8 @@ class AdmissionStage:
     def finish(self, job: Any, now: float) -> None:
         """An admitted job ended: its quota is free again."""
         wl = self._workloads.pop(job)
-        cq = wl.cq
         self.admission.release(wl)
-        self._note(cq, now)
+        self._note(wl.cq, now)
 
     def queue_of(self, job: Any) -> str:
         return self.names[self._workloads[job].cq]
@@ -209,6 +233,11 @@ class AdmissionStage:
         if not admissions:
             return []
         out: list[Decision] = []
+        note = self._note
+        if len(admissions) == 1 and not admissions[0].evictions:
+            wl = admissions[0].workload
+            note(wl.cq, now)
+            return [Decision(wl.key, ())]
         touched: set[int] = set()
         for admitted in admissions:
             evicted = []
@@ -219,7 +248,7 @@ class AdmissionStage:
             touched.add(admitted.workload.cq)
             out.append(Decision(admitted.workload.key, tuple(evicted)))
         for cq in sorted(touched):
-            self._note(cq, now)
+            note(cq, now)
         return out
 
     # ---- what the run reports ----------------------------------------------------------------
@@ -242,15 +271,18 @@ class AdmissionStage:
     def _note(self, cq: int, now: float) -> None:
         fr = self._one_gpu_fr[cq]
         if fr is not None:
-            used = self.admission.quota.usage[cq].get(fr, 0.0)
+            used = self._usage[cq].get(fr, 0.0)
+            if used == self._used[cq]:
+                return
             borrowed = used - self._nominal_gpus[cq]
             if borrowed < 0.0:
                 borrowed = 0.0
         else:
             _, used, borrowed = self.gpu_usage(cq)
-        if used != self._used[cq] or borrowed != self._borrowed[cq]:
-            self._used[cq], self._borrowed[cq] = used, borrowed
-            self._changes.extend((now, cq, used, borrowed))
+            if used == self._used[cq] and borrowed == self._borrowed[cq]:
+                return
+        self._used[cq], self._borrowed[cq] = used, borrowed
+        self._changes.extend((now, cq, used, borrowed))
 
     def change_array(self) -> np.ndarray:
         """Every change of a queue's GPUs in use or borrowed, in time order: rows (time, queue,
