@@ -29,7 +29,7 @@ ClusterQueue's borrowed quota, classic) or ``fair_share`` (another ClusterQueue,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 from typing import Any, NamedTuple
@@ -143,15 +143,21 @@ class _Assignment(NamedTuple):
     flavors: tuple[str, ...]
 
 
+_Candidate = tuple[Workload, _Assignment, Sequence[Eviction]]
+"""A queue's candidate in a round: its workload, flavor assignment and the evictions needed."""
+
+
 class _Fast(NamedTuple):
     """The assignments of a workload that asks one amount of one flavor-resource in a queue
     whose tree has no lending or borrowing limits (most): it fits exactly when its tree's root
-    has ``amount`` free, and borrows when its queue's usage would pass ``nominal``."""
+    (of quota ``capacity``) has ``amount`` free, and borrows when its queue's usage would pass
+    ``nominal``."""
 
     root: int
     fr: int
     amount: float
     nominal: float
+    capacity: float
     own: _Assignment
     borrowing: _Assignment
 
@@ -311,11 +317,13 @@ class Admission:
             return None
         fr, amount = pairs[0]
         names = (flavor.name,)
+        root = self.quota.root[cq]
         return _Fast(
-            self.quota.root[cq],
+            root,
             fr,
             amount,
             self.quota.nominal[cq].get(fr, 0.0),
+            self.quota.subtree[root].get(fr, 0.0),
             _Assignment(FIT, {fr: amount}, False, names),
             _Assignment(FIT, {fr: amount}, True, names),
         )
@@ -410,31 +418,7 @@ class Admission:
             ready = self._ready
             if ready:
                 self._ready = set()
-            version, pending, queued = self._version, self.pending_count, self.pending
-            usage, subtree = self.quota.usage, self.quota.subtree
-            candidates: list[tuple[Workload, _Assignment, list[Eviction]]] = []
-            for cq in sorted(dirty) if len(dirty) > 1 else dirty:
-                # Checked here: whatever bucket entry it had is void.
-                version[cq] += 1
-                if not pending[cq]:
-                    continue
-                buckets = queued[cq]
-                if len(buckets) == 1:
-                    # The common case, as :meth:`_candidate` and :meth:`_assign` would find it.
-                    for heap in buckets.values():
-                        wl = heap[0][3]
-                    fast = wl.fast
-                    if fast is not None:
-                        fr, amount, root = fast.fr, fast.amount, fast.root
-                        if amount <= subtree[root].get(fr, 0.0) - usage[root].get(fr, 0.0) + EPS:
-                            if usage[cq].get(fr, 0.0) + amount > fast.nominal + EPS:
-                                candidates.append((wl, fast.borrowing, []))
-                            else:
-                                candidates.append((wl, fast.own, []))
-                            continue
-                found = self._candidate(cq)
-                if found is not None:
-                    candidates.append(found)
+            candidates, preempting = self._candidates(dirty)
             streams = self._streams(ready, dirty, candidates) if ready else []
             if not candidates and not streams:
                 break
@@ -453,22 +437,54 @@ class Admission:
                 candidates.sort(
                     key=lambda c: (c[1].borrows, -c[0].priority, c[0].created, c[0].seq)
                 )
-            if streams or any(c[2] for c in candidates):
+            if streams or preempting:
                 self._round(candidates, streams, now, out)
             else:
                 self._plain_round(candidates, now, out)
         return out
 
+    def _candidates(self, dirty: set[int]) -> tuple[list[_Candidate], bool]:
+        """Each of the ``dirty`` queues' candidate (in queue order, those that have one), and
+        whether some candidate preempts."""
+        version, pending, queued = self._version, self.pending_count, self.pending
+        usage = self.quota.usage
+        candidates: list[_Candidate] = []
+        preempting = False
+        for cq in sorted(dirty) if len(dirty) > 1 else dirty:
+            # Checked here: whatever bucket entry it had is void.
+            version[cq] += 1
+            if not pending[cq]:
+                continue
+            buckets = queued[cq]
+            if len(buckets) == 1:
+                # The common case, as :meth:`_candidate` and :meth:`_assign` would find it.
+                for heap in buckets.values():
+                    wl = heap[0][3]
+                fast = wl.fast
+                if fast is not None:
+                    fr, amount = fast.fr, fast.amount
+                    if amount <= fast.capacity - usage[fast.root][fr] + EPS:
+                        if usage[cq][fr] + amount > fast.nominal + EPS:
+                            candidates.append((wl, fast.borrowing, ()))
+                        else:
+                            candidates.append((wl, fast.own, ()))
+                        continue
+            found = self._candidate(cq)
+            if found is not None:
+                candidates.append(found)
+                preempting = preempting or bool(found[2])
+        return candidates, preempting
+
     def _plain_round(
         self,
-        candidates: list[tuple[Workload, _Assignment, list[Eviction]]],
+        candidates: list[_Candidate],
         now: float,
         out: list[Admitted],
     ) -> None:
         """:meth:`_round` for a round that streams nothing and preempts nothing: admit the
         sorted candidates in order while they fit."""
         quota = self.quota
-        usage, subtree = quota.usage, quota.subtree
+        usage = quota.usage
         pending, dirty = self.pending_count, self._dirty
         changed = False
         for wl, assignment, _ in candidates:
@@ -477,8 +493,7 @@ class Admission:
                 # Until the first admission the quota is as the candidates saw it.
                 fast = wl.fast
                 if fast is not None:
-                    fr, root = fast.fr, fast.root
-                    ok = fast.amount <= subtree[root].get(fr, 0.0) - usage[root].get(fr, 0.0) + EPS
+                    ok = fast.amount <= fast.capacity - usage[fast.root][fast.fr] + EPS
                 else:
                     ok = quota.fits(cq, assignment.request)
                 if not ok:
@@ -494,7 +509,7 @@ class Admission:
 
     def _round(
         self,
-        candidates: list[tuple[Workload, _Assignment, list[Eviction]]],
+        candidates: list[_Candidate],
         streams: list[tuple[tuple[int, int], float]],
         now: float,
         out: list[Admitted],
@@ -562,7 +577,7 @@ class Admission:
             out.append(Admitted(wl, tuple(targets) if targets else ()))
 
     @staticmethod
-    def _before(entry: _Parked, candidate: tuple[Workload, _Assignment, list[Eviction]]) -> bool:
+    def _before(entry: _Parked, candidate: _Candidate) -> bool:
         """Whether a bucket queue's head sorts before ``candidate``."""
         wl, assignment, _ = candidate
         return entry[:4] < (assignment.borrows, -wl.priority, wl.created, wl.seq)
@@ -576,7 +591,7 @@ class Admission:
         self,
         ready: set[tuple[int, int]],
         dirty: set[int],
-        candidates: list[tuple[Workload, _Assignment, list[Eviction]]],
+        candidates: list[_Candidate],
     ) -> list[tuple[tuple[int, int], float]]:
         """The buckets of trees whose free quota grew, with that free quota, to stream into
         this round. A round whose candidates preempt frees quota mid-round; then the bucket
@@ -811,7 +826,7 @@ class Admission:
             total += best
         return total
 
-    def _candidate(self, cq: int) -> tuple[Workload, _Assignment, list[Eviction]] | None:
+    def _candidate(self, cq: int) -> _Candidate | None:
         buckets = self.pending[cq]
         if len(buckets) == 1:
             heads = [heap[0] for heap in buckets.values()]
@@ -823,7 +838,7 @@ class Admission:
             wl = entry[3]
             a = self._assign(wl)
             if a.mode == FIT:
-                return wl, a, []
+                return wl, a, ()
             if a.mode == PREEMPTS and not self._cannot_preempt(cq, (wl,)):
                 targets = self._targets(wl, a)
                 if targets:
@@ -841,9 +856,8 @@ class Admission:
         fast = wl.fast
         if fast is not None:
             fr, amount = fast.fr, fast.amount
-            root = fast.root
-            if amount <= quota.subtree[root].get(fr, 0.0) - quota.usage[root].get(fr, 0.0) + EPS:
-                if quota.usage[cq].get(fr, 0.0) + amount > fast.nominal + EPS:
+            if amount <= fast.capacity - quota.usage[fast.root][fr] + EPS:
+                if quota.usage[cq][fr] + amount > fast.nominal + EPS:
                     return fast.borrowing
                 return fast.own
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available

@@ -64,7 +64,10 @@ class QuotaTree:
         self.guaranteed: list[dict[int, float]] = [{} for _ in range(n)]
         for r in {self.root[i] for i in range(n)}:
             self._fill_subtree(r)
-        self.usage: list[dict[int, float]] = [{} for _ in range(n)]
+        # Every flavor-resource has an entry in every node's usage (0 while unused).
+        self.usage: list[dict[int, float]] = [
+            dict.fromkeys(self.frs.values(), 0.0) for _ in range(n)
+        ]
         # Nodes whose chain has no lending or borrowing limits: such a node may take exactly
         # what its root has free, and its usage is charged in full to every ancestor.
         self.plain = [
@@ -189,15 +192,15 @@ class QuotaTree:
 
     def charge(self, node: int, fr: int, amount: float) -> None:
         """:meth:`add` of ``amount`` of one ``fr`` to a :attr:`plain` node."""
+        usage = self.usage
         for at in self.chain[node]:
-            usage = self.usage[at]
-            usage[fr] = usage.get(fr, 0.0) + amount
+            usage[at][fr] += amount
 
     def discharge(self, node: int, fr: int, amount: float) -> None:
         """:meth:`remove` of ``amount`` of one ``fr`` from a :attr:`plain` node."""
         for at in self.chain[node]:
             usage = self.usage[at]
-            before = usage.get(fr, 0.0)
+            before = usage[fr]
             usage[fr] = before - amount
             if before <= 0:
                 break

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dlsched.tenancy.grouping import group_order
 from dlsched.tenancy.stage import AdmissionStage
 
 QUEUE, COHORT = "ClusterQueue", "Cohort"
@@ -82,7 +83,7 @@ def quota_series(stage: AdmissionStage, tenants: dict[str, dict[str, Any]]) -> p
     # Each queue's cohort tree (its root's index), -1 for a queue without a cohort.
     cohort_of = np.array([r if quota.parent[i] is not None else -1 for i, r in enumerate(root)])
 
-    order = np.argsort(cq, kind="stable")
+    order = group_order(cq, n)
     q_cq, q_t, q_u, q_b = cq[order], t[order], used[order], borrowed[order]
     # Each change's difference to the queue's value before, summed per tree in time order.
     du, db = np.diff(q_u, prepend=0.0), np.diff(q_b, prepend=0.0)
@@ -101,7 +102,7 @@ def quota_series(stage: AdmissionStage, tenants: dict[str, dict[str, Any]]) -> p
     pooled = np.flatnonzero(cohort_of[cq] >= 0)
     if len(pooled):
         tree = root[cq[pooled]]
-        by_tree = pooled[np.argsort(tree, kind="stable")]
+        by_tree = pooled[group_order(tree, len(quota.names))]
         c_tree = root[cq[by_tree]]
         c_t = t[by_tree]
         starts = _changed(c_tree)

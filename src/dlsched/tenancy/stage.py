@@ -21,6 +21,7 @@ import numpy as np
 
 from dlsched.tenancy.admission import CAUSES, Admission, Workload
 from dlsched.tenancy.errors import TenancyError
+from dlsched.tenancy.grouping import group_order
 from dlsched.tenancy.model import CPU, GPU, MEMORY, PODS, Tenancy, resource_kind
 from dlsched.tenancy.queue_map import QueueMap
 
@@ -271,7 +272,7 @@ class AdmissionStage:
     def _note(self, cq: int, now: float) -> None:
         fr = self._one_gpu_fr[cq]
         if fr is not None:
-            used = self._usage[cq].get(fr, 0.0)
+            used = self._usage[cq][fr]
             if used == self._used[cq]:
                 return
             borrowed = used - self._nominal_gpus[cq]
@@ -282,7 +283,7 @@ class AdmissionStage:
             if used == self._used[cq] and borrowed == self._borrowed[cq]:
                 return
         self._used[cq], self._borrowed[cq] = used, borrowed
-        self._changes.extend((now, cq, used, borrowed))
+        self._changes.fromlist([now, cq, used, borrowed])
 
     def change_array(self) -> np.ndarray:
         """Every change of a queue's GPUs in use or borrowed, in time order: rows (time, queue,
@@ -296,7 +297,7 @@ class AdmissionStage:
         if not len(change):
             return np.zeros(n), np.zeros(n)
         cq = change[:, 1].astype(np.int64)
-        order = np.argsort(cq, kind="stable")
+        order = group_order(cq, n)
         t, cq = change[order, 0], cq[order]
         # Each value holds until its queue's next change, the last one until the end.
         until = np.append(t[1:], end)
