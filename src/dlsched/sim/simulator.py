@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time as wallclock
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -586,7 +586,9 @@ class Simulator:
         decisions = self.admission.run(now)
         if not decisions:
             return
-        if any(decision.evicted for decision in decisions):
+        if len(decisions) == 1 and not decisions[0].evicted:
+            self._hand_over((decisions[0].job,), now)
+        elif any(decision.evicted for decision in decisions):
             self._evict(decisions, now)
         else:
             self._hand_over([decision.job for decision in decisions], now)
@@ -619,7 +621,7 @@ class Simulator:
             self._dirty[victim.group].add(victim.pool)
         self._hand_over(list(handed), now)
 
-    def _hand_over(self, admitted: list[SimJob], now: float) -> None:
+    def _hand_over(self, admitted: Sequence[SimJob], now: float) -> None:
         """Admitted jobs go to their policy (with the GPU type their flavors select)."""
         assert self.admission is not None
         typed = self.admission.typed_flavors

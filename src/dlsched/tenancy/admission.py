@@ -485,7 +485,7 @@ class Admission:
         sorted candidates in order while they fit."""
         quota = self.quota
         usage = quota.usage
-        pending, dirty = self.pending_count, self._dirty
+        pending, queued, dirty = self.pending_count, self.pending, self._dirty
         changed = False
         for wl, assignment, _ in candidates:
             cq = wl.cq
@@ -499,7 +499,13 @@ class Admission:
                 if not ok:
                     dirty.add(cq)
                     continue
-            self._pop(wl)
+            # Each candidate heads its heap (:meth:`_pop` without its check).
+            heap = queued[cq][wl.shape]
+            heappop(heap)
+            if heap:
+                pending[cq] -= 1
+            else:
+                self._left(wl, heap)
             self._take(wl, assignment, now, assignment.borrows)
             changed = True
             if pending[cq]:

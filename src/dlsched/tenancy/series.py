@@ -133,7 +133,7 @@ def quota_series(stage: AdmissionStage, tenants: dict[str, dict[str, Any]]) -> p
     return pa.table(
         {
             "time": all_t[rank],
-            "level": pa.array([QUEUE, COHORT], pa.string()).take(pa.array(~is_queue, pa.int8())),
+            "level": pa.array([QUEUE, COHORT], pa.string()).take((~is_queue).astype(np.int8)),
             "queue": names_arr.take(pa.array(name_at)),
             "cohort": names_arr.take(pa.array(np.maximum(cohort_at, 0), mask=cohort_at < 0)),
             "used": np.concatenate(rows_used)[rank],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
+from math import nan as NAN
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -72,11 +73,7 @@ class AdmissionStage:
         # A queue with one GPU flavor-resource (most): its figures without the general sums.
         self._one_gpu_fr = [frs[0] if len(frs) == 1 else None for frs in self._gpu_frs]
         self._nominal_gpus = [self.gpu_usage(cq)[0] for cq in range(len(self._gpu_frs))]
-        n = len(self.names)
-        # Per queue: GPUs in use and borrowed as last noted.
-        self._used = [0.0] * n
         self._usage = quota.usage
-        self._borrowed = [0.0] * n
         self._start: float | None = None
         # (time, queue, GPUs in use, GPUs borrowed) at each change: the quota time series.
         self._changes = array("d")
@@ -270,25 +267,26 @@ class AdmissionStage:
         return nominal, used, borrowed
 
     def _note(self, cq: int, now: float) -> None:
+        """Record ``cq``'s GPUs in use (and borrowed) at ``now``, changed or not (readers
+        drop repeats). For a queue of one GPU flavor-resource the borrowed GPUs are left NaN
+        here and derived in :meth:`change_array`, which keeps this hot path short."""
         fr = self._one_gpu_fr[cq]
         if fr is not None:
-            used = self._usage[cq][fr]
-            if used == self._used[cq]:
-                return
-            borrowed = used - self._nominal_gpus[cq]
-            if borrowed < 0.0:
-                borrowed = 0.0
+            self._changes.fromlist([now, cq, self._usage[cq][fr], NAN])
         else:
             _, used, borrowed = self.gpu_usage(cq)
-            if used == self._used[cq] and borrowed == self._borrowed[cq]:
-                return
-        self._used[cq], self._borrowed[cq] = used, borrowed
-        self._changes.fromlist([now, cq, used, borrowed])
+            self._changes.fromlist([now, cq, used, borrowed])
 
     def change_array(self) -> np.ndarray:
-        """Every change of a queue's GPUs in use or borrowed, in time order: rows (time, queue,
-        GPUs in use, GPUs borrowed) of a float array (a copy)."""
-        return np.array(self._changes, dtype=np.float64).reshape(-1, 4)
+        """A queue's GPUs in use and borrowed at each change (and at some instants where
+        they did not change), in time order: rows (time, queue, GPUs in use, GPUs borrowed)
+        of a float array (a copy)."""
+        change = np.array(self._changes, dtype=np.float64).reshape(-1, 4)
+        derive = np.isnan(change[:, 3])
+        if derive.any():
+            nominal = np.array(self._nominal_gpus)[change[derive, 1].astype(np.int64)]
+            change[derive, 3] = np.maximum(0.0, change[derive, 2] - nominal)
+        return change
 
     def _integrals(self, end: float) -> tuple[np.ndarray, np.ndarray]:
         """Per queue, GPU-seconds in use and borrowed from the first change to ``end``."""
