@@ -462,12 +462,12 @@ class Admission:
                     wl = heap[0][3]
                 fast = wl.fast
                 if fast is not None:
-                    fr, amount = fast.fr, fast.amount
-                    if amount <= fast.capacity - usage[fast.root][fr] + EPS:
-                        if usage[cq][fr] + amount > fast.nominal + EPS:
-                            candidates.append((wl, fast.borrowing, ()))
+                    root, fr, amount, nominal, capacity, own, borrowing = fast
+                    if amount <= capacity - usage[root][fr] + EPS:
+                        if usage[cq][fr] + amount > nominal + EPS:
+                            candidates.append((wl, borrowing, ()))
                         else:
-                            candidates.append((wl, fast.own, ()))
+                            candidates.append((wl, own, ()))
                         continue
             found = self._candidate(cq)
             if found is not None:
@@ -861,11 +861,11 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            fr, amount = fast.fr, fast.amount
-            if amount <= fast.capacity - quota.usage[fast.root][fr] + EPS:
-                if quota.usage[cq][fr] + amount > fast.nominal + EPS:
-                    return fast.borrowing
-                return fast.own
+            root, fr, amount, nominal, capacity, own, borrowing = fast
+            if amount <= capacity - quota.usage[root][fr] + EPS:
+                if quota.usage[cq][fr] + amount > nominal + EPS:
+                    return borrowing
+                return own
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
         preempts = self._preempts[cq]
         request: dict[int, float] = {}

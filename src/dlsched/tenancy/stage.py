@@ -78,7 +78,7 @@ class AdmissionStage:
         # (time, queue, GPUs in use, GPUs borrowed) at each change: the quota time series.
         self._changes = array("d")
         # Per (queue, shape): why it can never be admitted, or its flavor options and fast path.
-        self._checked: dict[tuple[int, int], tuple[str | None, Any, Any]] = {}
+        self._checked: list[dict[int, tuple[str | None, Any, Any]]] = [{} for _ in self.names]
         self._shapes: dict[Any, int] = {}
         self._shape_of: dict[int, tuple[Any, int]] = {}
         self._requests: list[dict[str, float]] = []
@@ -155,9 +155,10 @@ class AdmissionStage:
         if known is None or known[0] is not demand:
             known = self._shape_of[id(demand)] = (demand, self._shape(demand))
         shape = known[1]
-        checked = self._checked.get((cq, shape))
+        checks = self._checked[cq]
+        checked = checks.get(shape)
         if checked is None:
-            checked = self._checked[(cq, shape)] = self._check(cq, shape, demand.gpu_type)
+            checked = checks[shape] = self._check(cq, shape, demand.gpu_type)
         if checked[0] is not None:
             return checked[0]
         self._seq += 1
