@@ -3,12 +3,16 @@
 ``Any``) on 1,000 × 8 GPUs, against plain FIFO on the same jobs without queues, in one process.
 Prints both times and their ratio.
 
-    python bench/tenants_scale.py [--jobs 1000000] [--queues 1000]
+    python bench/tenants_scale.py [--jobs 1000000] [--queues 1000] [--load 0.8] [--repeat 1]
+
+With ``--repeat N`` it runs N pairs, alternating which of the two goes first, and prints the
+median ratio and the range (walls on a shared machine vary by 10-20% from run to run).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -96,30 +100,46 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--queues", type=int, default=1000)
     ap.add_argument("--load", type=float, default=0.8)
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="pairs of runs, the order alternating (FIFO first, then queues first, ...)",
+    )
     args = ap.parse_args()
     nodes = args.queues
     cluster = resolve_cluster(f"{nodes}x8")
     t = trace(args.jobs, args.queues, nodes * 8, args.load)
+    ratios = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "queues.yaml"
         path.write_text(yaml.safe_dump_all(manifests(args.queues, 8)))
-        runs = {}
-        for name, cfg in (
+        configs = [
             ("fifo", SimConfig(use_partitions=False)),
             ("fifo + queues", SimConfig(use_partitions=False, queues=str(path))),
-        ):
-            started = time.perf_counter()
-            result = simulate(t, cluster, cfg)
-            wall = time.perf_counter() - started
-            s = result.summary
-            runs[name] = wall
-            print(
-                f"{name:14s} jobs {s['jobs']:>9,}  wall {wall:7.1f} s  avg JCT "
-                f"{s['avg_jct_s']:>9,.0f} s  avg queue {s['avg_queue_s']:>8,.0f} s  util "
-                f"{s['gpu_utilization']:.1%}  reclaims "
-                f"{(s['preemptions_by_cause'] or {}).get('reclaim', '-')}"
-            )
-    print(f"admission overhead: {runs['fifo + queues'] / runs['fifo']:.2f}x plain FIFO's time")
+        ]
+        for pair in range(args.repeat):
+            runs = {}
+            for name, cfg in configs if pair % 2 == 0 else configs[::-1]:
+                started = time.perf_counter()
+                result = simulate(t, cluster, cfg)
+                wall = time.perf_counter() - started
+                s = result.summary
+                runs[name] = wall
+                del result
+                print(
+                    f"{name:14s} jobs {s['jobs']:>9,}  wall {wall:7.1f} s  avg JCT "
+                    f"{s['avg_jct_s']:>9,.0f} s  avg queue {s['avg_queue_s']:>8,.0f} s  util "
+                    f"{s['gpu_utilization']:.1%}  reclaims "
+                    f"{(s['preemptions_by_cause'] or {}).get('reclaim', '-')}"
+                )
+            ratios.append(runs["fifo + queues"] / runs["fifo"])
+            print(f"admission overhead: {ratios[-1]:.2f}x plain FIFO's time")
+    if len(ratios) > 1:
+        print(
+            f"over {len(ratios)} pairs: median {statistics.median(ratios):.2f}x, "
+            f"range {min(ratios):.2f}-{max(ratios):.2f}x"
+        )
 
 
 if __name__ == "__main__":
