@@ -29,9 +29,10 @@ ClusterQueue's borrowed quota, classic) or ``fair_share`` (another ClusterQueue,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
+from itertools import chain
 from typing import Any, NamedTuple
 
 from dlsched.cluster.spec import gpu_type_matches
@@ -83,6 +84,7 @@ class Workload:
     admitted_at: float = float("nan")
     borrows: bool = False
     needs: list[tuple[_Group, list[tuple[str, float]]]] | None = None
+    level: dict[Workload, None] | None = None
 
     def shape_key(self) -> Any:
         """``shape``, derived from the requests and GPU type when not given."""
@@ -160,6 +162,28 @@ class _Fast(NamedTuple):
     capacity: float
     own: _Assignment
     borrowing: _Assignment
+
+
+def _recent_first(w: Workload) -> tuple[int, float, int]:
+    """Classic preemption's order among workloads of one kind (same queue, or other queues):
+    lowest priority, then most recently admitted, then most recently created."""
+    return (w.priority, -w.admitted_at, -w.seq)
+
+
+def _newest_first(level: dict[Workload, None]) -> Iterator[Workload]:
+    """The workloads of ``level`` (in admission order, times never decreasing) most recently
+    admitted first, those admitted at one instant most recently created first."""
+    run: list[Workload] = []
+    for w in reversed(level):
+        if run and w.admitted_at != run[0].admitted_at:
+            if len(run) > 1:
+                run.sort(key=lambda x: -x.seq)
+            yield from run
+            run = []
+        run.append(w)
+    if len(run) > 1:
+        run.sort(key=lambda x: -x.seq)
+    yield from run
 
 
 def flavor_gpu_type(labels: Mapping[str, str], gpu_types: Iterable[str]) -> str | None:
@@ -241,6 +265,13 @@ class Admission:
             fl.name: fl.gpu_type for groups in self._groups for g in groups for fl in g.flavors
         }
         self.typed = any(t is not None for t in self._flavor_type.values())
+        # Admitted workloads per tree and priority, in admission order: while admission times
+        # never decrease (``_ordered``), the most recently admitted come last, so classic
+        # preemption's candidates of other queues stream in their order (:meth:`_reclaimable`)
+        # instead of being gathered from every queue of the tree and sorted.
+        self._levels: dict[int, dict[int, dict[Workload, None]]] = {r: {} for r in self._tree}
+        self._latest = float("-inf")
+        self._ordered = True
 
     def gpu_type_of(self, wl: Workload) -> str | None:
         """The GPU type the flavors of an admitted workload select (None: any type)."""
@@ -368,8 +399,8 @@ class Admission:
 
     def release(self, wl: Workload) -> None:
         """An admitted workload ended or was evicted: its quota is free again."""
-        freed = wl.assignment
-        assert freed is not None
+        freed, level = wl.assignment, wl.level
+        assert freed is not None and level is not None
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
@@ -379,6 +410,7 @@ class Admission:
             self.quota.remove(cq, freed)
             amount = sum(freed.values())
         del self.admitted[cq][wl]
+        del level[wl]
         wl.assignment = None
         root = self.quota.root[cq]
         released = self._released[root] = self._released[root] + amount
@@ -404,6 +436,7 @@ class Admission:
         a = self._assign(wl)
         if a.mode != FIT:
             return False
+        self._at(now)
         self._take(wl, a, now, a.borrows)
         return True
 
@@ -413,6 +446,7 @@ class Admission:
         longer admitted nor pending (the caller requeues them with :meth:`submit` once they
         stopped)."""
         out: list[Admitted] = []
+        self._at(now)
         while self._dirty or self._ready:
             dirty, self._dirty = self._dirty, set()
             ready = self._ready
@@ -442,6 +476,13 @@ class Admission:
             else:
                 self._plain_round(candidates, now, out)
         return out
+
+    def _at(self, now: float) -> None:
+        """Admissions happen at ``now``: once times go back, admission order is no longer
+        the order of admission times."""
+        if now < self._latest:
+            self._ordered = False
+        self._latest = now
 
     def _candidates(self, dirty: set[int]) -> tuple[list[_Candidate], bool]:
         """Each of the ``dirty`` queues' candidate (in queue order, those that have one), and
@@ -722,6 +763,13 @@ class Admission:
         wl.borrows = borrows
         wl.admitted_at = now
         self.admitted[cq][wl] = None
+        level = wl.level
+        if level is None:
+            levels = self._levels[self.quota.root[cq]]
+            level = wl.level = levels.get(wl.priority)
+            if level is None:
+                level = wl.level = levels[wl.priority] = {}
+        level[wl] = None
         if self.recheck_all or self.fair:
             # Fair sharing: a share grew, which may let others preempt by it.
             self._dirty |= self._waiting_in_tree[self.quota.root[cq]]
@@ -945,52 +993,78 @@ class Admission:
                 )
             )
         )
-        others: list[Workload] = []
-        if reclaim_can_help and quota.parent[cq] is not None and pol.reclaim_within_cohort != NEVER:
-            for y in self._tree[quota.root[cq]]:
-                if y == cq or not self._still_borrowing(y, req):
-                    continue
-                others.extend(
-                    w
-                    for w in self.admitted[y]
-                    if pol.reclaim_within_cohort == ANY or w.priority < wl.priority
-                )
+        may_reclaim = (
+            reclaim_can_help and quota.parent[cq] is not None and pol.reclaim_within_cohort != NEVER
+        )
         if self.fair:
-            return self._fair_targets(wl, req, same, others)
-
-        def order(w: Workload) -> tuple[bool, int, float, int]:
-            return (w.cq == cq, w.priority, -w.admitted_at, -w.seq)
-
-        same.sort(key=order)
+            gathered = list(self._reclaimable(wl, req)) if may_reclaim else []
+            return self._fair_targets(wl, req, same, gathered)
+        # Candidates in Kueue's order: other queues' workloads first, then lowest priority,
+        # then most recently admitted (ties: most recently created).
+        same.sort(key=_recent_first)
+        others = self._reclaimable(wl, req) if may_reclaim else iter(())
+        first = next(others, None)
         targets: list[Workload] = []
-        if not others:
+        if first is None:
             targets = self._minimal(wl, req, same, True)
         elif pol.borrow_within_cohort != NEVER:
+            allowed: Iterable[Workload] = chain((first,), others)
             if not under_nominal:
                 # Borrowing while preempting takes only lower-priority workloads of other
                 # queues, at most the threshold.
                 limit = pol.max_priority_threshold
-                others = [
+                allowed = (
                     w
-                    for w in others
+                    for w in allowed
                     if w.priority < wl.priority and (limit is None or w.priority <= limit)
-                ]
-            targets = self._minimal(wl, req, sorted([*others, *same], key=order), True)
+                )
+            targets = self._minimal(wl, req, chain(allowed, same), True)
         else:
             if under_nominal:
-                candidates = sorted([*others, *same], key=order)
-                targets = self._minimal(wl, req, candidates, False)
+                targets = self._minimal(wl, req, chain((first,), others, same), False)
             if not targets:
                 targets = self._minimal(wl, req, same, True)
         return [Eviction(t, PRIORITY if t.cq == cq else RECLAIM) for t in targets]
+
+    def _reclaimable(self, wl: Workload, req: Mapping[int, float]) -> Iterator[Workload]:
+        """The admitted workloads of the other queues of ``wl``'s tree that borrow some
+        flavor-resource of ``req``, of a priority ``reclaimWithinCohort`` lets ``wl`` preempt,
+        lowest priority first, then most recently admitted, then most recently created. Lazy:
+        classic preemption usually needs the first few. Quota may be removed between items
+        (never added beyond what it was), so a queue found not borrowing stays skipped."""
+        cq = wl.cq
+        any_priority = self.cqs[cq].preemption.reclaim_within_cohort == ANY
+        levels = self._levels[self.quota.root[cq]]
+        stream: Iterable[Workload]
+        if self._ordered:
+            stream = (
+                w
+                for priority in sorted(levels)
+                if any_priority or priority < wl.priority
+                for w in _newest_first(levels[priority])
+            )
+        else:
+            stream = sorted(
+                (w for level in levels.values() for w in level),
+                key=_recent_first,
+            )
+        borrowing: dict[int, bool] = {cq: False}
+        for w in stream:
+            y = w.cq
+            found = borrowing.get(y)
+            if found is None:
+                found = borrowing[y] = self._still_borrowing(y, req)
+            if found and (any_priority or w.priority < wl.priority):
+                yield w
 
     def _still_borrowing(self, y: int, req: Mapping[int, float]) -> bool:
         return any(self.quota.borrowing(y, fr) for fr in req)
 
     def _minimal(
-        self, wl: Workload, req: Mapping[int, float], candidates: list[Workload], borrow: bool
+        self, wl: Workload, req: Mapping[int, float], candidates: Iterable[Workload], borrow: bool
     ) -> list[Workload]:
-        """Kueue's greedy target search and its reverse minimisation; quota unchanged after."""
+        """Kueue's greedy target search over ``candidates`` in order and its reverse
+        minimisation; quota unchanged after."""
         quota = self.quota
         removed: list[Workload] = []
         fits = False
