@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.sim.config import SimConfig
 from dlsched.sim.simulator import RunResult, simulate
-from dlsched.tenancy.admission import Admission
+from dlsched.tenancy.admission import Admission, Workload
+from dlsched.tenancy.manifests import read_manifests
 from dlsched.trace.schema import Trace
 from tests.tenancy.kueue_manifests import API, documents, write
 
@@ -106,3 +107,46 @@ def test_parking_admits_as_rechecking_every_queue(
 def test_the_reference_rechecks_and_the_default_parks() -> None:
     # The test above compares two different paths only if parking is on by default.
     assert Admission.recheck_all is False
+
+
+def _eviction_mid_round(tmp_path: Path) -> list[list[str]]:
+    """A round in which a parked queue's head is skipped at its turn (an earlier candidate
+    took the free quota) and a later candidate's eviction frees quota: the skipped head must
+    wait for the next round, where a head that sorts before it takes that quota."""
+    queues = {
+        "qa": {"gpu": 1, "cohort": "team"},
+        "qx": {"gpu": 3, "cohort": "team"},
+        "qp": {"gpu": 3, "cohort": "team", "reclaim": "Any"},
+        "qb": {"gpu": 1, "cohort": "team"},
+    }
+    adm = Admission(read_manifests(write(tmp_path / "queues.yaml", documents(queues))))
+    cq = adm.quota.index
+    seq = iter(range(100))
+
+    def workload(name: str, queue: str, gpus: int, created: float) -> Workload:
+        return Workload(name, cq[queue], 0, created, next(seq), {"gpu": float(gpus)})
+
+    for name, queue, gpus in (("b1", "qb", 2), ("r1", "qx", 2), ("b2", "qb", 4)):
+        assert adm.admit_now(workload(name, queue, gpus, 0.0), 0.0)
+    x = workload("x", "qx", 2, 1.0)
+    pending = [x, workload("x2", "qx", 1, 1.5), workload("a", "qa", 1, 2.0)]
+    for wl in pending:
+        adm.submit(wl)
+    rounds = [[a.workload.key for a in adm.schedule(10.0)]]
+    running = {w.key: w for ws in adm.admitted for w in ws}
+    adm.release(running["r1"])
+    adm.submit(workload("p", "qp", 3, 3.0))
+    admitted = adm.schedule(20.0)
+    rounds.append([a.workload.key for a in admitted])
+    rounds.append([e.workload.key for a in admitted for e in a.evictions])
+    return rounds
+
+
+def test_quota_an_eviction_frees_serves_only_heads_still_to_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parked = _eviction_mid_round(tmp_path)
+    with monkeypatch.context() as m:
+        m.setattr(Admission, "recheck_all", True)
+        reference = _eviction_mid_round(tmp_path)
+    assert parked == reference == [[], ["x", "p", "x2"], ["b2"]]

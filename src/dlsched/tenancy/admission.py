@@ -453,7 +453,7 @@ class Admission:
             if ready:
                 self._ready = set()
             candidates, preempting = self._candidates(dirty)
-            streams = self._streams(ready, dirty, candidates) if ready else []
+            streams = [(key, self._free(*key)) for key in sorted(ready)] if ready else []
             if not candidates and not streams:
                 break
             if len(candidates) <= 1:
@@ -567,19 +567,23 @@ class Admission:
         # until the first eviction each queue's own usage is (one candidate per queue).
         changed = evicted = False
         at = 0
+        # The sort key of the last candidate or bucket head taken up: a bucket head sorting
+        # before it had its turn (an eviction may free quota for it later in the round).
+        floor: tuple[Any, ...] = ()
         deferred: list[tuple[tuple[int, int], float, _Parked]] = []
         while True:
-            streamed = self._stream_next(streams, deferred) if streams else None
+            streamed = self._stream_next(streams, deferred, floor) if streams else None
             if streamed is not None and (
                 at == len(candidates) or self._before(streamed[1], candidates[at])
             ):
                 bucket, entry = streamed
                 heappop(bucket)
+                floor = entry[:4]
                 wl = entry.head
                 flavor, pairs = (wl.options or self.flavor_options(wl))[0][0]
                 assignment = _Assignment(FIT, dict(pairs), entry.borrows, (flavor.name,))
                 self._pop(wl)
-                self._take(wl, assignment, now, entry.borrows)
+                self._take(wl, assignment, now, None if evicted else entry.borrows)
                 changed = True
                 # One candidate per queue and round: its other heads' entries are void.
                 self._version[wl.cq] += 1
@@ -597,6 +601,8 @@ class Admission:
                 return
             wl, assignment, targets = candidates[at]
             at += 1
+            if streams:
+                floor = (assignment.borrows, -wl.priority, wl.created, wl.seq)
             if targets:
                 if any(t.workload.assignment is None for t in targets):
                     self._dirty.add(wl.cq)
@@ -634,32 +640,6 @@ class Admission:
         queues may take)."""
         return self.quota.subtree[root].get(fr, 0.0) - self.quota.usage[root].get(fr, 0.0)
 
-    def _streams(
-        self,
-        ready: set[tuple[int, int]],
-        dirty: set[int],
-        candidates: list[_Candidate],
-    ) -> list[tuple[tuple[int, int], float]]:
-        """The buckets of trees whose free quota grew, with that free quota, to stream into
-        this round. A round whose candidates preempt frees quota mid-round; then the bucket
-        queues that fit now are checked like the others instead (added to ``candidates``)."""
-        if not ready:
-            return []
-        if not any(c[2] for c in candidates):
-            return [(key, self._free(*key)) for key in sorted(ready)]
-        woken: set[int] = set()
-        for key in sorted(ready):
-            buckets = self._buckets.get(key, {})
-            free = self._free(*key)
-            for amount in [a for a in buckets if a <= free + EPS]:
-                woken.update(e.cq for e in buckets.pop(amount) if self._valid(e))
-        for cq in sorted(woken - dirty):
-            if self.pending_count[cq]:
-                found = self._candidate(cq)
-                if found is not None:
-                    candidates.append(found)
-        return []
-
     def _valid(self, entry: _Parked) -> bool:
         """Whether a bucket entry still stands for its queue's parked head."""
         return entry.version == self._version[entry.cq] and entry.head.assignment is None
@@ -668,13 +648,15 @@ class Admission:
         self,
         streams: list[tuple[tuple[int, int], float]],
         deferred: list[tuple[tuple[int, int], float, _Parked]],
+        floor: tuple[Any, ...],
     ) -> tuple[list[_Parked], _Parked] | None:
         """The bucket head that sorts first among those that are their queue's candidate this
-        round (its first head whose amount the root had free when the round began) and whose
-        amount the root has free now, with its bucket; None when there is none. Those are
-        exactly the bucket queues' candidates that fit at their turn (no quota is freed during
-        a round with streams). Stale entries are dropped; valid heads that are not their
-        queue's candidate go to ``deferred`` until the round ends."""
+        round (its first head whose amount the root had free when the round began), sort
+        after ``floor`` and whose amount the root has free now, with its bucket; None when
+        there is none. Those are exactly the bucket queues' candidates that fit at their turn:
+        quota an eviction frees during the round serves only those whose turn is still to
+        come. Stale entries are dropped; valid heads that are not their queue's candidate, or
+        whose turn passed, go to ``deferred`` until the round ends."""
         while True:
             best: tuple[list[_Parked], _Parked, float, tuple[int, int], float] | None = None
             for key, free_then in streams:
@@ -685,8 +667,14 @@ class Admission:
                 for amount, bucket in list(buckets.items()):
                     if amount > limit:
                         continue
-                    while bucket and not self._valid(bucket[0]):
-                        heappop(bucket)
+                    while bucket:
+                        top = bucket[0]
+                        if not self._valid(top):
+                            heappop(bucket)
+                        elif top[:4] < floor:
+                            deferred.append((key, amount, heappop(bucket)))
+                        else:
+                            break
                     if not bucket:
                         del buckets[amount]
                         continue
