@@ -109,44 +109,87 @@ def test_the_reference_rechecks_and_the_default_parks() -> None:
     assert Admission.recheck_all is False
 
 
+def _admission(tmp_path: Path, queues: dict[str, dict[str, Any]]) -> Admission:
+    return Admission(read_manifests(write(tmp_path / "queues.yaml", documents(queues))))
+
+
+def _workload(adm: Admission, name: str, queue: str, gpus: int, created: float) -> Workload:
+    priority = 1 if name.startswith("low") else 100
+    seq = len(name) * 1000 + sum(map(ord, name))
+    return Workload(name, adm.quota.index[queue], priority, created, seq, {"gpu": float(gpus)})
+
+
 def _eviction_mid_round(tmp_path: Path) -> list[list[str]]:
     """A round in which a parked queue's head is skipped at its turn (an earlier candidate
     took the free quota) and a later candidate's eviction frees quota: the skipped head must
     wait for the next round, where a head that sorts before it takes that quota."""
-    queues = {
-        "qa": {"gpu": 1, "cohort": "team"},
-        "qx": {"gpu": 3, "cohort": "team"},
-        "qp": {"gpu": 3, "cohort": "team", "reclaim": "Any"},
-        "qb": {"gpu": 1, "cohort": "team"},
-    }
-    adm = Admission(read_manifests(write(tmp_path / "queues.yaml", documents(queues))))
-    cq = adm.quota.index
-    seq = iter(range(100))
-
-    def workload(name: str, queue: str, gpus: int, created: float) -> Workload:
-        return Workload(name, cq[queue], 0, created, next(seq), {"gpu": float(gpus)})
-
+    adm = _admission(
+        tmp_path,
+        {
+            "qa": {"gpu": 1, "cohort": "team"},
+            "qx": {"gpu": 3, "cohort": "team"},
+            "qp": {"gpu": 3, "cohort": "team", "reclaim": "Any"},
+            "qb": {"gpu": 1, "cohort": "team"},
+        },
+    )
+    running = {}
     for name, queue, gpus in (("b1", "qb", 2), ("r1", "qx", 2), ("b2", "qb", 4)):
-        assert adm.admit_now(workload(name, queue, gpus, 0.0), 0.0)
-    x = workload("x", "qx", 2, 1.0)
-    pending = [x, workload("x2", "qx", 1, 1.5), workload("a", "qa", 1, 2.0)]
-    for wl in pending:
-        adm.submit(wl)
+        running[name] = _workload(adm, name, queue, gpus, 0.0)
+        assert adm.admit_now(running[name], 0.0)
+    for name, queue, gpus, created in (
+        ("x", "qx", 2, 1.0),
+        ("x2", "qx", 1, 1.5),
+        ("a", "qa", 1, 2.0),
+    ):
+        adm.submit(_workload(adm, name, queue, gpus, created))
     rounds = [[a.workload.key for a in adm.schedule(10.0)]]
-    running = {w.key: w for ws in adm.admitted for w in ws}
     adm.release(running["r1"])
-    adm.submit(workload("p", "qp", 3, 3.0))
+    adm.submit(_workload(adm, "p", "qp", 3, 3.0))
     admitted = adm.schedule(20.0)
     rounds.append([a.workload.key for a in admitted])
     rounds.append([e.workload.key for a in admitted for e in a.evictions])
     return rounds
 
 
-def test_quota_an_eviction_frees_serves_only_heads_still_to_come(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _reclaim_after_a_lower_admission(tmp_path: Path) -> list[list[str]]:
+    """A head that may reclaim only lower-priority workloads, parked while there are none, may
+    reclaim once another queue admits one; then a release smaller than its deficit at the
+    root admits it by evicting that workload."""
+    adm = _admission(
+        tmp_path,
+        {
+            "qa": {"gpu": 6, "cohort": "team", "reclaim": "LowerPriority"},
+            "qb": {"gpu": 1, "cohort": "team"},
+            "qc": {"gpu": 1, "cohort": "team"},
+        },
+    )
+    running = {}
+    for name, gpus in (("b0", 2), ("b1", 4)):
+        running[name] = _workload(adm, name, "qb", gpus, 0.0)
+        assert adm.admit_now(running[name], 0.0)
+    adm.submit(_workload(adm, "h", "qa", 4, 1.0))
+    rounds = [[a.workload.key for a in adm.schedule(10.0)]]
+    adm.submit(_workload(adm, "low", "qc", 2, 2.0))
+    rounds.append([a.workload.key for a in adm.schedule(20.0)])
+    adm.release(running["b0"])
+    admitted = adm.schedule(30.0)
+    rounds.append([a.workload.key for a in admitted])
+    rounds.append([f"{e.workload.key}:{e.cause}" for a in admitted for e in a.evictions])
+    return rounds
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        (_eviction_mid_round, [[], ["x", "p", "x2"], ["b2"]]),
+        (_reclaim_after_a_lower_admission, [[], ["low"], ["h"], ["low:reclaim"]]),
+    ],
+)
+def test_parked_scenarios_admit_as_the_reference(
+    scenario: Any, expected: list[list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    parked = _eviction_mid_round(tmp_path)
+    parked = scenario(tmp_path)
     with monkeypatch.context() as m:
         m.setattr(Admission, "recheck_all", True)
-        reference = _eviction_mid_round(tmp_path)
-    assert parked == reference == [[], ["x", "p", "x2"], ["b2"]]
+        reference = scenario(tmp_path)
+    assert parked == reference == expected

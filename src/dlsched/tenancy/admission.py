@@ -232,6 +232,11 @@ class Admission:
         self._released = dict.fromkeys(self._tree, 0.0)
         self._parked: dict[int, list[tuple[float, int, int]]] = {r: [] for r in self._tree}
         self._hungry: dict[int, set[int]] = {r: set() for r in self._tree}
+        # A settled queue that may reclaim only workloads of lower priority than its heads
+        # waits, per tree, for an admission of lower priority: (-max head priority, version,
+        # queue), highest priorities first.
+        self._watch: dict[int, list[tuple[int, int, int]]] = {r: [] for r in self._tree}
+        self._watching = False
         # In a tree without lending or borrowing limits every queue may take exactly what its
         # root has free. A parked queue there that cannot preempt and whose heads each ask one
         # amount of the same flavor-resource waits with each head in a bucket per (tree,
@@ -766,6 +771,12 @@ class Admission:
             if hungry:
                 self._dirty |= hungry
                 hungry.clear()
+        if self._watching:
+            watch = self._watch[self.quota.root[cq]]
+            while watch and -watch[0][0] > wl.priority:
+                _, version, waiting = heappop(watch)
+                if version == self._version[waiting]:
+                    self._dirty.add(waiting)
 
     def _park(self, cq: int, heads: list[Workload]) -> None:
         """No head of ``cq`` can be admitted now: wait for enough released quota, or for a
@@ -775,6 +786,12 @@ class Admission:
         root = self.quota.root[cq]
         self._version[cq] += 1
         settled = self._cannot_preempt(cq, heads)
+        pol = self.cqs[cq].preemption
+        if settled and pol.reclaim_within_cohort == LOWER_PRIORITY:
+            # Its heads may reclaim once another queue admits a workload of lower priority.
+            threshold = max(wl.priority for wl in heads)
+            heappush(self._watch[root], (-threshold, self._version[cq], cq))
+            self._watching = True
         if settled and self._simple[root]:
             needs = self._single_needs(heads)
             if needs is not None:
@@ -791,25 +808,32 @@ class Admission:
         # can preempt, whatever its deficit: such a queue waits for any release.
         deficit = min(self._deficit(wl) for wl in heads) if settled else 0.0
         heappush(self._parked[root], (self._released[root] + deficit - EPS, self._version[cq], cq))
-        pol = self.cqs[cq].preemption
-        if pol.reclaim_within_cohort != NEVER and (
-            pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads)
+        if (
+            not settled
+            and pol.reclaim_within_cohort != NEVER
+            and (pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads))
         ):
             self._hungry[root].add(cq)
 
-    def _cannot_preempt(self, cq: int, heads: Iterable[Workload]) -> bool:
+    def _cannot_preempt(self, cq: int, heads: Sequence[Workload]) -> bool:
         """Whether none of ``heads`` (of ``cq``) can be admitted by preempting now (classic
-        preemption): the queue may not preempt within itself, and it may not reclaim, or
-        reclaim could not help any head (it may not borrow while preempting, and in some
-        resource group every flavor would take the queue beyond its nominal quota of a
-        flavor-resource or asks one it uses all of: :meth:`_targets` then finds no
-        candidates)."""
+        preemption): no workload of the queue is one ``withinClusterQueue`` lets a head
+        preempt, and the queue may not reclaim, or no other queue of the tree has a workload
+        of lower priority than a head when it reclaims only those
+        (``reclaimWithinCohort: LowerPriority``), or reclaim could not help any head (it may
+        not borrow while preempting, and in some resource group every flavor would take the
+        queue beyond its nominal quota of a flavor-resource or asks one it uses all of:
+        :meth:`_targets` then finds no candidates)."""
         if self.fair:
             return False
         pol = self.cqs[cq].preemption
-        if pol.within_cluster_queue != NEVER:
+        if pol.within_cluster_queue != NEVER and self._victims_within(cq, heads):
             return False
         if pol.reclaim_within_cohort == NEVER:
+            return True
+        if pol.reclaim_within_cohort == LOWER_PRIORITY and not self._lower_elsewhere(
+            cq, max(wl.priority for wl in heads)
+        ):
             return True
         if pol.borrow_within_cohort != NEVER:
             return False
@@ -826,6 +850,22 @@ class Admission:
             all(any(within(pairs) for _, pairs in group) for group in self.flavor_options(wl))
             for wl in heads
         )
+
+    def _victims_within(self, cq: int, heads: Sequence[Workload]) -> bool:
+        """Whether ``withinClusterQueue`` lets some head preempt some workload of ``cq``."""
+        admitted = self.admitted[cq]
+        if not admitted:
+            return False
+        if self.cqs[cq].preemption.within_cluster_queue == LOWER_PRIORITY:
+            return min(w.priority for w in admitted) < max(wl.priority for wl in heads)
+        return any(self._within_allows(wl, w) for w in admitted for wl in heads)
+
+    def _lower_elsewhere(self, cq: int, priority: int) -> bool:
+        """Whether another queue of ``cq``'s tree has an admitted workload of lower priority
+        than ``priority``."""
+        levels = self._levels[self.quota.root[cq]]
+        lower = sum(len(level) for p, level in levels.items() if p < priority)
+        return lower > 0 and lower > sum(1 for w in self.admitted[cq] if w.priority < priority)
 
     def _single_needs(self, heads: list[Workload]) -> list[tuple[int, float]] | None:
         """Each head's (flavor-resource, amount) when every head asks one amount of the same
