@@ -1,7 +1,7 @@
 """Admission at scale: 1,000,000 synthetic jobs over 1,000 ClusterQueues in one cohort tree
 (an ``org`` cohort over 10 team cohorts of 100 queues each, 8 GPUs nominal per queue, reclaim
 ``Any``) on 1,000 × 8 GPUs, against plain FIFO on the same jobs without queues, in one process.
-Prints both times and their ratio.
+Prints both times and their ratio (the issue's bar: at most 2x).
 
     python bench/tenants_scale.py [--jobs 1000000] [--queues 1000] [--load 0.8] [--repeat 1]
 
@@ -134,7 +134,10 @@ def main() -> None:
                     f"{(s['preemptions_by_cause'] or {}).get('reclaim', '-')}"
                 )
             ratios.append(runs["fifo + queues"] / runs["fifo"])
-            print(f"admission overhead: {ratios[-1]:.2f}x plain FIFO's time")
+            print(
+                f"with queues / plain FIFO: {ratios[-1]:.2f}x "
+                f"(the admission stage adds {ratios[-1] - 1:.2f}x FIFO's time)"
+            )
     if len(ratios) > 1:
         print(
             f"over {len(ratios)} pairs: median {statistics.median(ratios):.2f}x, "

@@ -49,7 +49,11 @@ def test_docs_and_dashboard_work_offline_and_show_why_a_job_failed(tmp_path: Pat
                 )
                 assert row[3] == "FAILED" and row[-1] == reason
                 page.click("a.docs[href='docs/']")
-                page.wait_for_function("Number(document.body.dataset.loaded || 0) > 0")
+                # The dashboard marks its body loaded too: wait for the docs page itself.
+                page.wait_for_url(service.url + "/docs/")
+                page.wait_for_function(
+                    "document.body !== null && Number(document.body.dataset.loaded || 0) > 0"
+                )
                 shown = page.eval_on_selector_all(
                     "[data-endpoint]", "es => es.map(e => e.dataset.endpoint)"
                 )
