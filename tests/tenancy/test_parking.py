@@ -6,6 +6,8 @@ its quota (Kueue requeues inadmissible workloads on each cohort change)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +115,12 @@ def _admission(tmp_path: Path, queues: dict[str, dict[str, Any]]) -> Admission:
     return Admission(read_manifests(write(tmp_path / "queues.yaml", documents(queues))))
 
 
-def _workload(adm: Admission, name: str, queue: str, gpus: int, created: float) -> Workload:
+def _workload(
+    adm: Admission, seq: Iterator[int], name: str, queue: str, gpus: int, created: float
+) -> Workload:
     priority = 1 if name.startswith("low") else 100
-    seq = len(name) * 1000 + sum(map(ord, name))
-    return Workload(name, adm.quota.index[queue], priority, created, seq, {"gpu": float(gpus)})
+    cq = adm.quota.index[queue]
+    return Workload(name, cq, priority, created, next(seq), {"gpu": float(gpus)})
 
 
 def _eviction_mid_round(tmp_path: Path) -> list[list[str]]:
@@ -132,19 +136,20 @@ def _eviction_mid_round(tmp_path: Path) -> list[list[str]]:
             "qb": {"gpu": 1, "cohort": "team"},
         },
     )
+    seq = count()
     running = {}
     for name, queue, gpus in (("b1", "qb", 2), ("r1", "qx", 2), ("b2", "qb", 4)):
-        running[name] = _workload(adm, name, queue, gpus, 0.0)
+        running[name] = _workload(adm, seq, name, queue, gpus, 0.0)
         assert adm.admit_now(running[name], 0.0)
     for name, queue, gpus, created in (
         ("x", "qx", 2, 1.0),
         ("x2", "qx", 1, 1.5),
         ("a", "qa", 1, 2.0),
     ):
-        adm.submit(_workload(adm, name, queue, gpus, created))
+        adm.submit(_workload(adm, seq, name, queue, gpus, created))
     rounds = [[a.workload.key for a in adm.schedule(10.0)]]
     adm.release(running["r1"])
-    adm.submit(_workload(adm, "p", "qp", 3, 3.0))
+    adm.submit(_workload(adm, seq, "p", "qp", 3, 3.0))
     admitted = adm.schedule(20.0)
     rounds.append([a.workload.key for a in admitted])
     rounds.append([e.workload.key for a in admitted for e in a.evictions])
@@ -153,8 +158,9 @@ def _eviction_mid_round(tmp_path: Path) -> list[list[str]]:
 
 def _reclaim_after_a_lower_admission(tmp_path: Path) -> list[list[str]]:
     """A head that may reclaim only lower-priority workloads, parked while there are none, may
-    reclaim once another queue admits one; then a release smaller than its deficit at the
-    root admits it by evicting that workload."""
+    reclaim once another queue admits one (taking the quota that was free); then a release
+    smaller than what the head lacks at the root by then admits it by evicting that
+    workload."""
     adm = _admission(
         tmp_path,
         {
@@ -163,16 +169,41 @@ def _reclaim_after_a_lower_admission(tmp_path: Path) -> list[list[str]]:
             "qc": {"gpu": 1, "cohort": "team"},
         },
     )
+    seq = count()
     running = {}
     for name, gpus in (("b0", 2), ("b1", 4)):
-        running[name] = _workload(adm, name, "qb", gpus, 0.0)
+        running[name] = _workload(adm, seq, name, "qb", gpus, 0.0)
         assert adm.admit_now(running[name], 0.0)
-    adm.submit(_workload(adm, "h", "qa", 4, 1.0))
+    adm.submit(_workload(adm, seq, "h", "qa", 4, 1.0))
     rounds = [[a.workload.key for a in adm.schedule(10.0)]]
-    adm.submit(_workload(adm, "low", "qc", 2, 2.0))
+    adm.submit(_workload(adm, seq, "low", "qc", 2, 2.0))
     rounds.append([a.workload.key for a in adm.schedule(20.0)])
     adm.release(running["b0"])
     admitted = adm.schedule(30.0)
+    rounds.append([a.workload.key for a in admitted])
+    rounds.append([f"{e.workload.key}:{e.cause}" for a in admitted for e in a.evictions])
+    return rounds
+
+
+def _victim_admitted_directly(tmp_path: Path) -> list[list[str]]:
+    """A head parked with nothing to preempt in its queue gets a victim through
+    :meth:`Admission.admit_now` (a restarted service adopting a running job): a later
+    release admits it by preempting that workload."""
+    adm = _admission(
+        tmp_path,
+        {
+            "q": {"gpu": 2, "cohort": "team", "within": "LowerPriority"},
+            "p": {"gpu": 2, "cohort": "team"},
+        },
+    )
+    seq = count()
+    other = _workload(adm, seq, "a", "p", 2, 0.0)
+    assert adm.admit_now(other, 0.0)
+    adm.submit(_workload(adm, seq, "h", "q", 4, 1.0))
+    rounds = [[a.workload.key for a in adm.schedule(1.0)]]
+    assert adm.admit_now(_workload(adm, seq, "low", "q", 1, 2.0), 2.0)
+    adm.release(other)
+    admitted = adm.schedule(3.0)
     rounds.append([a.workload.key for a in admitted])
     rounds.append([f"{e.workload.key}:{e.cause}" for a in admitted for e in a.evictions])
     return rounds
@@ -183,6 +214,7 @@ def _reclaim_after_a_lower_admission(tmp_path: Path) -> list[list[str]]:
     [
         (_eviction_mid_round, [[], ["x", "p", "x2"], ["b2"]]),
         (_reclaim_after_a_lower_admission, [[], ["low"], ["h"], ["low:reclaim"]]),
+        (_victim_admitted_directly, [[], ["h"], ["low:priority"]]),
     ],
 )
 def test_parked_scenarios_admit_as_the_reference(

@@ -66,8 +66,11 @@ KINDS = (GPU, CPU, MEMORY, PODS)
 class Workload:
     """One job's admission state. ``requests`` maps resource kinds (``gpu``, ``cpu``,
     ``memory`` in MiB, ``pods``) to amounts; ``key`` is what the caller tracks (a job).
-    Workloads of one ClusterQueue with equal ``shape`` (hashable; by default derived from the
-    requests and GPU type) must have equal requests and GPU type: they share checks."""
+    ``seq`` is unique among the workloads of one :class:`Admission` (it breaks ties of
+    priority and creation time). Workloads of one ClusterQueue with equal ``shape``
+    (hashable; by default derived from the requests and GPU type) must have equal requests
+    and GPU type: they share checks. A workload belongs to one :class:`Admission` and keeps
+    its priority (``level`` is the list of admitted workloads of its tree and priority)."""
 
     key: Any
     cq: int
@@ -443,6 +446,9 @@ class Admission:
             return False
         self._at(now)
         self._take(wl, a, now, a.borrows)
+        if self.pending_count[wl.cq]:
+            # Its heads may now preempt ``wl``, and whether they borrow changed.
+            self._dirty.add(wl.cq)
         return True
 
     # ---- the cycle -------------------------------------------------------------------------------
@@ -787,11 +793,15 @@ class Admission:
         self._version[cq] += 1
         settled = self._cannot_preempt(cq, heads)
         pol = self.cqs[cq].preemption
-        if settled and pol.reclaim_within_cohort == LOWER_PRIORITY:
-            # Its heads may reclaim once another queue admits a workload of lower priority.
-            threshold = max(wl.priority for wl in heads)
-            heappush(self._watch[root], (-threshold, self._version[cq], cq))
-            self._watching = True
+        if (
+            settled
+            and pol.reclaim_within_cohort == LOWER_PRIORITY
+            and self.quota.parent[cq] is not None
+            and self._may_reclaim(cq, heads)
+        ):
+            # Settled for want of lower-priority workloads to reclaim: a queue of its tree
+            # admitting one may change that.
+            self._watch_for_lower(root, cq, max(wl.priority for wl in heads))
         if settled and self._simple[root]:
             needs = self._single_needs(heads)
             if needs is not None:
@@ -808,22 +818,42 @@ class Admission:
         # can preempt, whatever its deficit: such a queue waits for any release.
         deficit = min(self._deficit(wl) for wl in heads) if settled else 0.0
         heappush(self._parked[root], (self._released[root] + deficit - EPS, self._version[cq], cq))
-        if (
-            not settled
-            and pol.reclaim_within_cohort != NEVER
-            and (pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads))
-        ):
+        if not settled and self._may_reclaim(cq, heads):
             self._hungry[root].add(cq)
+
+    def _may_reclaim(self, cq: int, heads: Sequence[Workload]) -> bool:
+        """Whether reclaiming from borrowing queues could admit a head of ``cq`` (by its
+        policies and nominal quota, whatever the others hold now)."""
+        pol = self.cqs[cq].preemption
+        return pol.reclaim_within_cohort != NEVER and (
+            pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads)
+        )
+
+    def _watch_for_lower(self, root: int, cq: int, priority: int) -> None:
+        """Wake parked ``cq`` when its tree admits a workload of priority below ``priority``.
+        Entries of queues checked since are void; they are dropped once the heap holds twice
+        as many entries as the tree has queues."""
+        watch = self._watch[root]
+        if len(watch) >= 2 * len(self._tree[root]):
+            version = self._version
+            watch[:] = [e for e in watch if e[1] == version[e[2]]]
+            heapify(watch)
+        heappush(watch, (-priority, self._version[cq], cq))
+        self._watching = True
 
     def _cannot_preempt(self, cq: int, heads: Sequence[Workload]) -> bool:
         """Whether none of ``heads`` (of ``cq``) can be admitted by preempting now (classic
-        preemption): no workload of the queue is one ``withinClusterQueue`` lets a head
-        preempt, and the queue may not reclaim, or no other queue of the tree has a workload
-        of lower priority than a head when it reclaims only those
-        (``reclaimWithinCohort: LowerPriority``), or reclaim could not help any head (it may
-        not borrow while preempting, and in some resource group every flavor would take the
-        queue beyond its nominal quota of a flavor-resource or asks one it uses all of:
-        :meth:`_targets` then finds no candidates)."""
+        preemption; never under fair sharing). That is, both:
+
+        - ``withinClusterQueue`` lets no head preempt any admitted workload of ``cq``;
+        - reclaim cannot help: ``reclaimWithinCohort`` is ``Never``; or it is
+          ``LowerPriority`` and no other queue of the tree holds a workload of lower priority
+          than the highest head; or the queue may not borrow while preempting and, for every
+          head, some resource group has no flavor within the queue's nominal quota
+          (:meth:`_targets` then finds no candidates).
+
+        Of these, only other queues' admissions can change while ``cq`` waits (its own
+        admissions, releases and new heads mark it dirty): see :meth:`_watch_for_lower`."""
         if self.fair:
             return False
         pol = self.cqs[cq].preemption
@@ -1059,31 +1089,30 @@ class Admission:
         flavor-resource of ``req``, of a priority ``reclaimWithinCohort`` lets ``wl`` preempt,
         lowest priority first, then most recently admitted, then most recently created. Lazy:
         classic preemption usually needs the first few. Quota may be removed between items
-        (never added beyond what it was), so a queue found not borrowing stays skipped."""
+        (never added beyond what it was), so a queue found not borrowing stays skipped. Once
+        admission times went back (a live service's clock), admission order is not their
+        order: then the candidates are sorted."""
         cq = wl.cq
         any_priority = self.cqs[cq].preemption.reclaim_within_cohort == ANY
         levels = self._levels[self.quota.root[cq]]
-        stream: Iterable[Workload]
-        if self._ordered:
-            stream = (
-                w
-                for priority in sorted(levels)
-                if any_priority or priority < wl.priority
-                for w in _newest_first(levels[priority])
-            )
-        else:
-            stream = sorted(
-                (w for level in levels.values() for w in level),
-                key=_recent_first,
-            )
+        allowed = [p for p in sorted(levels) if any_priority or p < wl.priority]
         borrowing: dict[int, bool] = {cq: False}
-        for w in stream:
-            y = w.cq
+
+        def borrows(y: int) -> bool:
             found = borrowing.get(y)
             if found is None:
                 found = borrowing[y] = self._still_borrowing(y, req)
-            if found and (any_priority or w.priority < wl.priority):
-                yield w
+            return found
+
+        if self._ordered:
+            for priority in allowed:
+                for w in _newest_first(levels[priority]):
+                    if borrows(w.cq):
+                        yield w
+        else:
+            yield from sorted(
+                (w for p in allowed for w in levels[p] if borrows(w.cq)), key=_recent_first
+            )
 
     def _still_borrowing(self, y: int, req: Mapping[int, float]) -> bool:
         return any(self.quota.borrowing(y, fr) for fr in req)
