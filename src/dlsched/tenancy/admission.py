@@ -174,18 +174,16 @@ def _recent_first(w: Workload) -> tuple[int, float, int]:
 
 
 def _newest_first(level: dict[Workload, None]) -> Iterator[Workload]:
-    """The workloads of ``level`` (in admission order, times never decreasing) most recently
-    admitted first, those admitted at one instant most recently created first."""
+    """The workloads of ``level`` (one priority, in admission order, times never decreasing)
+    in :func:`_recent_first` order: reversed, with each instant's run sorted by creation."""
     run: list[Workload] = []
     for w in reversed(level):
         if run and w.admitted_at != run[0].admitted_at:
-            if len(run) > 1:
-                run.sort(key=lambda x: -x.seq)
+            run.sort(key=_recent_first)
             yield from run
             run = []
         run.append(w)
-    if len(run) > 1:
-        run.sort(key=lambda x: -x.seq)
+    run.sort(key=_recent_first)
     yield from run
 
 
