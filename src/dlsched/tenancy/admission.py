@@ -156,7 +156,8 @@ class _Fast(NamedTuple):
     """The assignments of a workload that asks one amount of one flavor-resource in a queue
     whose tree has no lending or borrowing limits (most): it fits exactly when its tree's root
     (of quota ``capacity``) has ``amount`` free, and borrows when its queue's usage would pass
-    ``nominal``."""
+    ``nominal``. ``usages`` are the usage maps of the queue and its ancestors (the queue
+    first, the root last), each charged the full amount."""
 
     root: int
     fr: int
@@ -165,6 +166,7 @@ class _Fast(NamedTuple):
     capacity: float
     own: _Assignment
     borrowing: _Assignment
+    usages: tuple[dict[int, float], ...]
 
 
 def _recent_first(w: Workload) -> tuple[int, float, int]:
@@ -363,6 +365,7 @@ class Admission:
             self.quota.subtree[root].get(fr, 0.0),
             _Assignment(FIT, {fr: amount}, False, names),
             _Assignment(FIT, {fr: amount}, True, names),
+            tuple(self.quota.usage[node] for node in self.quota.chain[cq]),
         )
 
     # ---- workloads in and out ------------------------------------------------------------------
@@ -410,8 +413,16 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            self.quota.discharge(cq, fast.fr, fast.amount)
-            amount = fast.amount
+            # QuotaTree.discharge, inlined: this runs once per job.
+            fr = fast.fr
+            amount = left = fast.amount
+            for usage in fast.usages:
+                before = usage[fr]
+                usage[fr] = before - left
+                if before <= 0:
+                    break
+                if before < left:
+                    left = before
         else:
             self.quota.remove(cq, freed)
             amount = sum(freed.values())
@@ -497,7 +508,6 @@ class Admission:
         """Each of the ``dirty`` queues' candidate (in queue order, those that have one), and
         whether some candidate preempts."""
         version, pending, queued = self._version, self.pending_count, self.pending
-        usage = self.quota.usage
         candidates: list[_Candidate] = []
         preempting = False
         for cq in sorted(dirty) if len(dirty) > 1 else dirty:
@@ -512,9 +522,9 @@ class Admission:
                     wl = heap[0][3]
                 fast = wl.fast
                 if fast is not None:
-                    root, fr, amount, nominal, capacity, own, borrowing = fast
-                    if amount <= capacity - usage[root][fr] + EPS:
-                        if usage[cq][fr] + amount > nominal + EPS:
+                    _, fr, amount, nominal, capacity, own, borrowing, usages = fast
+                    if amount <= capacity - usages[-1][fr] + EPS:
+                        if usages[0][fr] + amount > nominal + EPS:
                             candidates.append((wl, borrowing, ()))
                         else:
                             candidates.append((wl, own, ()))
@@ -534,7 +544,6 @@ class Admission:
         """:meth:`_round` for a round that streams nothing and preempts nothing: admit the
         sorted candidates in order while they fit."""
         quota = self.quota
-        usage = quota.usage
         pending, queued, dirty = self.pending_count, self.pending, self._dirty
         changed = False
         for wl, assignment, _ in candidates:
@@ -543,7 +552,7 @@ class Admission:
                 # Until the first admission the quota is as the candidates saw it.
                 fast = wl.fast
                 if fast is not None:
-                    ok = fast.amount <= fast.capacity - usage[fast.root][fast.fr] + EPS
+                    ok = fast.amount <= fast.capacity - fast.usages[-1][fast.fr] + EPS
                 else:
                     ok = quota.fits(cq, assignment.request)
                 if not ok:
@@ -750,7 +759,10 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            self.quota.charge(cq, fast.fr, fast.amount)
+            # QuotaTree.charge, inlined: this runs once per job.
+            fr, amount = fast.fr, fast.amount
+            for usage in fast.usages:
+                usage[fr] += amount
         else:
             self.quota.add(cq, a.request)
         wl.assignment = a.request
@@ -874,10 +886,15 @@ class Admission:
                 for fr, a in pairs
             )
 
-        return not any(
-            all(any(within(pairs) for _, pairs in group) for group in self.flavor_options(wl))
-            for wl in heads
-        )
+        for wl in heads:
+            fast = wl.fast
+            if fast is not None:
+                used = usage.get(fast.fr, 0.0)
+                if used < fast.nominal and used + fast.amount <= fast.nominal + EPS:
+                    return False
+            elif all(any(within(pairs) for _, pairs in group) for group in self.flavor_options(wl)):
+                return False
+        return True
 
     def _victims_within(self, cq: int, heads: Sequence[Workload]) -> bool:
         """Whether ``withinClusterQueue`` lets some head preempt some workload of ``cq``."""
@@ -965,9 +982,9 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            root, fr, amount, nominal, capacity, own, borrowing = fast
-            if amount <= capacity - quota.usage[root][fr] + EPS:
-                if quota.usage[cq][fr] + amount > nominal + EPS:
+            _, fr, amount, nominal, capacity, own, borrowing, usages = fast
+            if amount <= capacity - usages[-1][fr] + EPS:
+                if usages[0][fr] + amount > nominal + EPS:
                     return borrowing
                 return own
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available

@@ -75,6 +75,7 @@ class QuotaTree:
             for i in range(n)
         ]
         self.fr_names = {i: fr for fr, i in self.frs.items()}
+        self._potential: dict[tuple[int, int], float] = {}
 
     def _quotas(self, node: int, groups: Iterable[ResourceGroup]) -> None:
         for group in groups:
@@ -138,17 +139,22 @@ class QuotaTree:
         return value
 
     def potential(self, node: int, fr: int) -> float:
-        """What the node could take of ``fr`` if nothing were in use anywhere."""
+        """What the node could take of ``fr`` if nothing were in use anywhere (quotas do not
+        change, so each value is computed once)."""
+        known = self._potential.get((node, fr))
+        if known is not None:
+            return known
         parent = self.parent[node]
-        subtree = self.subtree[node].get(fr, 0.0)
-        if parent is None:
-            return subtree
-        guaranteed = self.guaranteed[node].get(fr, 0.0)
-        from_parent = self.potential(parent, fr)
-        limit = self.borrow_limit[node].get(fr)
-        if limit is not None:
-            from_parent = min(from_parent, subtree - guaranteed + limit)
-        return guaranteed + from_parent
+        value = self.subtree[node].get(fr, 0.0)
+        if parent is not None:
+            guaranteed = self.guaranteed[node].get(fr, 0.0)
+            from_parent = self.potential(parent, fr)
+            limit = self.borrow_limit[node].get(fr)
+            if limit is not None:
+                from_parent = min(from_parent, value - guaranteed + limit)
+            value = guaranteed + from_parent
+        self._potential[(node, fr)] = value
+        return value
 
     def defines(self, cq: int, fr: int) -> bool:
         return fr in self.nominal[cq]
