@@ -157,7 +157,9 @@ class _Fast(NamedTuple):
     whose tree has no lending or borrowing limits (most): it fits exactly when its tree's root
     (of quota ``capacity``) has ``amount`` free, and borrows when its queue's usage would pass
     ``nominal``. ``usages`` are the usage maps of the queue and its ancestors (the queue
-    first, the root last), each charged the full amount."""
+    first, the root last), each charged the full amount. ``otherwise`` is its assignment when
+    it does not fit: by preempting if the queue may preempt and the tree could ever hold it
+    (borrowing when ``amount`` alone passes ``nominal``), else no fit."""
 
     root: int
     fr: int
@@ -167,6 +169,7 @@ class _Fast(NamedTuple):
     own: _Assignment
     borrowing: _Assignment
     usages: tuple[dict[int, float], ...]
+    otherwise: _Assignment
 
 
 def _recent_first(w: Workload) -> tuple[int, float, int]:
@@ -357,6 +360,11 @@ class Admission:
         fr, amount = pairs[0]
         names = (flavor.name,)
         root = self.quota.root[cq]
+        nominal = self.quota.nominal[cq].get(fr, 0.0)
+        if self._preempts[cq] and amount <= self.quota.potential(cq, fr) + EPS:
+            otherwise = _Assignment(PREEMPTS, {fr: amount}, amount > nominal + EPS, names)
+        else:
+            otherwise = _Assignment(NO_FIT, {}, False, ())
         return _Fast(
             root,
             fr,
@@ -366,6 +374,7 @@ class Admission:
             _Assignment(FIT, {fr: amount}, False, names),
             _Assignment(FIT, {fr: amount}, True, names),
             tuple(self.quota.usage[node] for node in self.quota.chain[cq]),
+            otherwise,
         )
 
     # ---- workloads in and out ------------------------------------------------------------------
@@ -522,7 +531,7 @@ class Admission:
                     wl = heap[0][3]
                 fast = wl.fast
                 if fast is not None:
-                    _, fr, amount, nominal, capacity, own, borrowing, usages = fast
+                    _, fr, amount, nominal, capacity, own, borrowing, usages, _ = fast
                     if amount <= capacity - usages[-1][fr] + EPS:
                         if usages[0][fr] + amount > nominal + EPS:
                             candidates.append((wl, borrowing, ()))
@@ -982,11 +991,12 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            _, fr, amount, nominal, capacity, own, borrowing, usages = fast
+            _, fr, amount, nominal, capacity, own, borrowing, usages, otherwise = fast
             if amount <= capacity - usages[-1][fr] + EPS:
                 if usages[0][fr] + amount > nominal + EPS:
                     return borrowing
                 return own
+            return otherwise
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
         preempts = self._preempts[cq]
         request: dict[int, float] = {}
