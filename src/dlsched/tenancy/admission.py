@@ -260,6 +260,12 @@ class Admission:
             for r in self._tree
         }
         self._buckets: dict[tuple[int, int], dict[float, list[_Parked]]] = {}
+        # Per bucket queue, the version it was parked at, its entries with what each head
+        # asks, and its heads: whether a release of its own changes them
+        # (:meth:`_parked_as_before`).
+        self._in_buckets: dict[
+            int, tuple[int, list[tuple[_Parked, int, float]], list[Workload]]
+        ] = {}
         self._ready: set[tuple[int, int]] = set()
         self._version = [0] * len(self.cqs)
         self._preempts = [
@@ -449,7 +455,7 @@ class Admission:
             _, version, waiting = heappop(parked)
             if version == self._version[waiting]:
                 self._dirty.add(waiting)
-        if self.pending_count[cq]:
+        if self.pending_count[cq] and not self._parked_as_before(cq):
             # Its own usage fell: it may now be able to reclaim.
             self._dirty.add(cq)
         if self._buckets and self._simple[root]:
@@ -825,13 +831,22 @@ class Admission:
             needs = self._single_needs(heads)
             if needs is not None:
                 usage, nominal = self.quota.usage[cq], self.quota.nominal[cq]
+                entries = []
+                smallest = float("inf")
                 for wl, (fr, amount) in zip(heads, needs, strict=True):
+                    if amount >= smallest:
+                        # An earlier head asks no more: whenever this one would fit, that
+                        # one is the queue's candidate (:meth:`_first_fitting`).
+                        continue
+                    smallest = amount
                     bucket = self._buckets.setdefault((root, fr), {}).setdefault(amount, [])
                     borrows = usage.get(fr, 0.0) + amount > nominal.get(fr, 0.0) + EPS
                     entry = _Parked(
                         borrows, -wl.priority, wl.created, wl.seq, self._version[cq], cq, wl
                     )
                     heappush(bucket, entry)
+                    entries.append((entry, fr, amount))
+                self._in_buckets[cq] = (self._version[cq], entries, heads)
                 return
         # Released quota together with what preempting frees may admit a head of a queue that
         # can preempt, whatever its deficit: such a queue waits for any release.
@@ -839,6 +854,21 @@ class Admission:
         heappush(self._parked[root], (self._released[root] + deficit - EPS, self._version[cq], cq))
         if not settled and self._may_reclaim(cq, heads):
             self._hungry[root].add(cq)
+
+    def _parked_as_before(self, cq: int) -> bool:
+        """Whether bucket queue ``cq``, after a release of its own, would be parked again
+        with the entries it has (so that checking it again can be skipped): it has not been
+        checked since it was parked, each head borrows exactly when its entry says, and it
+        still cannot preempt. A head that now fits is then streamed from its bucket, as
+        after anyone's release."""
+        found = self._in_buckets.get(cq)
+        if found is None or found[0] != self._version[cq]:
+            return False
+        usage, nominal = self.quota.usage[cq], self.quota.nominal[cq]
+        for entry, fr, amount in found[1]:
+            if (usage.get(fr, 0.0) + amount > nominal.get(fr, 0.0) + EPS) != entry.borrows:
+                return False
+        return self._cannot_preempt(cq, found[2])
 
     def _may_reclaim(self, cq: int, heads: Sequence[Workload]) -> bool:
         """Whether reclaiming from borrowing queues could admit a head of ``cq`` (by its
