@@ -209,12 +209,61 @@ def _victim_admitted_directly(tmp_path: Path) -> list[list[str]]:
     return rounds
 
 
+def _reclaim_after_an_own_release(tmp_path: Path) -> list[list[str]]:
+    """A head parked in a bucket because it would pass its queue's nominal quota (so it may
+    not reclaim) comes within it when a workload of its own queue ends: that release, too
+    small to admit it alone, admits it by reclaiming the borrower's newest workload."""
+    adm = _admission(
+        tmp_path,
+        {"qa": {"gpu": 4, "cohort": "team", "reclaim": "Any"}, "qb": {"gpu": 4, "cohort": "team"}},
+    )
+    seq = count()
+    running = {}
+    for name, queue, gpus in (("b1", "qb", 4), ("b2", "qb", 1), ("a1", "qa", 2), ("a2", "qa", 1)):
+        running[name] = _workload(adm, seq, name, queue, gpus, 0.0)
+        assert adm.admit_now(running[name], 0.0)
+    adm.submit(_workload(adm, seq, "a3", "qa", 2, 1.0))
+    rounds = [[a.workload.key for a in adm.schedule(10.0)]]
+    adm.release(running["a2"])
+    admitted = adm.schedule(20.0)
+    rounds.append([a.workload.key for a in admitted])
+    rounds.append([f"{e.workload.key}:{e.cause}" for a in admitted for e in a.evictions])
+    return rounds
+
+
+def _heads_of_one_queue_in_buckets(tmp_path: Path) -> list[list[str]]:
+    """A queue whose heads (4, 4 and 1 GPUs, oldest first) wait in buckets: a release of
+    one GPU admits the newest, small one; releases too small for a 4-GPU head admit none;
+    then the 4-GPU heads are admitted in order, one per release that frees enough."""
+    adm = _admission(
+        tmp_path, {"qa": {"gpu": 4, "cohort": "team"}, "qb": {"gpu": 4, "cohort": "team"}}
+    )
+    seq = count()
+    running = {}
+    for name, gpus in (("b1", 4), ("b2", 3), ("b3", 1)):
+        running[name] = _workload(adm, seq, name, "qb", gpus, 0.0)
+        assert adm.admit_now(running[name], 0.0)
+    heads = {}
+    for name, gpus, created in (("h1", 4, 1.0), ("h2", 4, 2.0), ("h3", 1, 3.0)):
+        heads[name] = _workload(adm, seq, name, "qa", gpus, created)
+        adm.submit(heads[name])
+    rounds = [[a.workload.key for a in adm.schedule(10.0)]]
+    for at, released in ((20.0, running["b3"]), (30.0, running["b2"]), (40.0, running["b1"])):
+        adm.release(released)
+        rounds.append([a.workload.key for a in adm.schedule(at)])
+    adm.release(heads["h3"])
+    rounds.append([a.workload.key for a in adm.schedule(50.0)])
+    return rounds
+
+
 @pytest.mark.parametrize(
     ("scenario", "expected"),
     [
         (_eviction_mid_round, [[], ["x", "p", "x2"], ["b2"]]),
         (_reclaim_after_a_lower_admission, [[], ["low"], ["h"], ["low:reclaim"]]),
         (_victim_admitted_directly, [[], ["h"], ["low:priority"]]),
+        (_reclaim_after_an_own_release, [[], ["a3"], ["b2:reclaim"]]),
+        (_heads_of_one_queue_in_buckets, [[], ["h3"], [], ["h1"], ["h2"]]),
     ],
 )
 def test_parked_scenarios_admit_as_the_reference(
