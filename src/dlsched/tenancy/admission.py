@@ -97,7 +97,10 @@ class Workload:
 
 
 class _Parked(NamedTuple):
-    """A queue waiting in a bucket, keyed as its head would be sorted among candidates."""
+    """A queue waiting in a bucket, keyed as its head would be sorted among candidates.
+    ``before`` is the least any earlier head of the queue asks (infinite for its first head):
+    the head is its queue's candidate exactly when the root has its amount free but not
+    ``before``."""
 
     borrows: bool
     neg_priority: int
@@ -106,6 +109,7 @@ class _Parked(NamedTuple):
     version: int
     cq: int
     head: Workload
+    before: float
 
 
 class Eviction(NamedTuple):
@@ -716,25 +720,9 @@ class Admission:
             if best is None:
                 return None
             bucket, entry, free_then, key, amount = best
-            if self._first_fitting(entry.cq, free_then) is entry.head:
+            if entry.before > free_then + EPS:
                 return bucket, entry
             deferred.append((key, amount, heappop(bucket)))
-
-    def _first_fitting(self, cq: int, free: float) -> Workload | None:
-        """The first head of bucket queue ``cq`` (in candidate order; only the first under
-        StrictFIFO) asking at most ``free``: its candidate when the root has ``free``."""
-        buckets = self.pending[cq]
-        heads = (
-            sorted(heap[0] for heap in buckets.values())
-            if len(buckets) > 1
-            else [next(iter(buckets.values()))[0]]
-        )
-        for entry in heads[:1] if self._strict[cq] else heads:
-            wl = entry[3]
-            options = wl.options if wl.options is not None else self.flavor_options(wl)
-            if options[0][0][1][0][1] <= free + EPS:
-                return wl
-        return None
 
     def withdraw(self, wl: Workload) -> bool:
         """``wl`` leaves without being admitted (its job was cancelled while it waited);
@@ -836,14 +824,21 @@ class Admission:
                 for wl, (fr, amount) in zip(heads, needs, strict=True):
                     if amount >= smallest:
                         # An earlier head asks no more: whenever this one would fit, that
-                        # one is the queue's candidate (:meth:`_first_fitting`).
+                        # one is the queue's candidate.
                         continue
-                    smallest = amount
                     bucket = self._buckets.setdefault((root, fr), {}).setdefault(amount, [])
                     borrows = usage.get(fr, 0.0) + amount > nominal.get(fr, 0.0) + EPS
                     entry = _Parked(
-                        borrows, -wl.priority, wl.created, wl.seq, self._version[cq], cq, wl
+                        borrows,
+                        -wl.priority,
+                        wl.created,
+                        wl.seq,
+                        self._version[cq],
+                        cq,
+                        wl,
+                        smallest,
                     )
+                    smallest = amount
                     heappush(bucket, entry)
                     entries.append((entry, fr, amount))
                 self._in_buckets[cq] = (self._version[cq], entries, heads)
