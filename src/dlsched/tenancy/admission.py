@@ -161,7 +161,7 @@ class _Fast(NamedTuple):
     whose tree has no lending or borrowing limits (most): it fits exactly when its tree's root
     (of quota ``capacity``) has ``amount`` free, and borrows when its queue's usage would pass
     ``nominal``. ``usages`` are the usage maps of the queue and its ancestors (the queue
-    first, the root last), each charged the full amount. ``otherwise`` is its assignment when
+    first, the root last), read for those checks. ``otherwise`` is its assignment when
     it does not fit: by preempting if the queue may preempt and the tree could ever hold it
     (borrowing when ``amount`` alone passes ``nominal``), else no fit."""
 
@@ -432,16 +432,8 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            # QuotaTree.discharge, inlined: this runs once per job.
-            fr = fast.fr
-            amount = left = fast.amount
-            for usage in fast.usages:
-                before = usage[fr]
-                usage[fr] = before - left
-                if before <= 0:
-                    break
-                if before < left:
-                    left = before
+            self.quota.discharge(cq, fast.fr, fast.amount)
+            amount = fast.amount
         else:
             self.quota.remove(cq, freed)
             amount = sum(freed.values())
@@ -762,10 +754,7 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            # QuotaTree.charge, inlined: this runs once per job.
-            fr, amount = fast.fr, fast.amount
-            for usage in fast.usages:
-                usage[fr] += amount
+            self.quota.charge(cq, fast.fr, fast.amount)
         else:
             self.quota.add(cq, a.request)
         wl.assignment = a.request
