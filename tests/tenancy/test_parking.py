@@ -6,7 +6,7 @@ its quota (Kueue requeues inadmissible workloads on each cohort change)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -123,6 +123,17 @@ def _workload(
     return Workload(name, cq, priority, created, next(seq), {"gpu": float(gpus)})
 
 
+def _running(
+    adm: Admission, seq: Iterator[int], jobs: Iterable[tuple[str, str, int]]
+) -> dict[str, Workload]:
+    """Workloads (name, queue, GPUs) admitted at time 0 as a starting state, by name."""
+    running = {}
+    for name, queue, gpus in jobs:
+        running[name] = _workload(adm, seq, name, queue, gpus, 0.0)
+        assert adm.admit_now(running[name], 0.0)
+    return running
+
+
 def _eviction_mid_round(tmp_path: Path) -> list[list[str]]:
     """A round in which a parked queue's head is skipped at its turn (an earlier candidate
     took the free quota) and a later candidate's eviction frees quota: the skipped head must
@@ -137,10 +148,7 @@ def _eviction_mid_round(tmp_path: Path) -> list[list[str]]:
         },
     )
     seq = count()
-    running = {}
-    for name, queue, gpus in (("b1", "qb", 2), ("r1", "qx", 2), ("b2", "qb", 4)):
-        running[name] = _workload(adm, seq, name, queue, gpus, 0.0)
-        assert adm.admit_now(running[name], 0.0)
+    running = _running(adm, seq, (("b1", "qb", 2), ("r1", "qx", 2), ("b2", "qb", 4)))
     for name, queue, gpus, created in (
         ("x", "qx", 2, 1.0),
         ("x2", "qx", 1, 1.5),
@@ -170,10 +178,7 @@ def _reclaim_after_a_lower_admission(tmp_path: Path) -> list[list[str]]:
         },
     )
     seq = count()
-    running = {}
-    for name, gpus in (("b0", 2), ("b1", 4)):
-        running[name] = _workload(adm, seq, name, "qb", gpus, 0.0)
-        assert adm.admit_now(running[name], 0.0)
+    running = _running(adm, seq, (("b0", "qb", 2), ("b1", "qb", 4)))
     adm.submit(_workload(adm, seq, "h", "qa", 4, 1.0))
     rounds = [[a.workload.key for a in adm.schedule(10.0)]]
     adm.submit(_workload(adm, seq, "low", "qc", 2, 2.0))
@@ -218,10 +223,9 @@ def _reclaim_after_an_own_release(tmp_path: Path) -> list[list[str]]:
         {"qa": {"gpu": 4, "cohort": "team", "reclaim": "Any"}, "qb": {"gpu": 4, "cohort": "team"}},
     )
     seq = count()
-    running = {}
-    for name, queue, gpus in (("b1", "qb", 4), ("b2", "qb", 1), ("a1", "qa", 2), ("a2", "qa", 1)):
-        running[name] = _workload(adm, seq, name, queue, gpus, 0.0)
-        assert adm.admit_now(running[name], 0.0)
+    running = _running(
+        adm, seq, (("b1", "qb", 4), ("b2", "qb", 1), ("a1", "qa", 2), ("a2", "qa", 1))
+    )
     adm.submit(_workload(adm, seq, "a3", "qa", 2, 1.0))
     rounds = [[a.workload.key for a in adm.schedule(10.0)]]
     adm.release(running["a2"])
@@ -239,10 +243,7 @@ def _heads_of_one_queue_in_buckets(tmp_path: Path) -> list[list[str]]:
         tmp_path, {"qa": {"gpu": 4, "cohort": "team"}, "qb": {"gpu": 4, "cohort": "team"}}
     )
     seq = count()
-    running = {}
-    for name, gpus in (("b1", 4), ("b2", 3), ("b3", 1)):
-        running[name] = _workload(adm, seq, name, "qb", gpus, 0.0)
-        assert adm.admit_now(running[name], 0.0)
+    running = _running(adm, seq, (("b1", "qb", 4), ("b2", "qb", 3), ("b3", "qb", 1)))
     heads = {}
     for name, gpus, created in (("h1", 4, 1.0), ("h2", 4, 2.0), ("h3", 1, 3.0)):
         heads[name] = _workload(adm, seq, name, "qa", gpus, created)
