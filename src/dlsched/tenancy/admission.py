@@ -70,7 +70,8 @@ class Workload:
     priority and creation time). Workloads of one ClusterQueue with equal ``shape``
     (hashable; by default derived from the requests and GPU type) must have equal requests
     and GPU type: they share checks. A workload belongs to one :class:`Admission` and keeps
-    its priority (``level`` is the list of admitted workloads of its tree and priority)."""
+    its priority (``level``, if given, must be :meth:`Admission.level` of its queue and
+    priority)."""
 
     key: Any
     cq: int
@@ -211,7 +212,8 @@ class Admission:
     quota tree (module docstring).
 
     Queues whose heads cannot be admitted are parked until a change could admit one (see
-    ``__init__``); with :attr:`recheck_all` set (a reference for tests) nothing is parked and
+    ``__init__``); with :attr:`recheck_all` set when it is made (a reference for tests) nothing
+    is parked and
     every waiting queue of a tree is checked again after every change of the tree's quota, as
     Kueue requeues inadmissible workloads on each cohort change. Both give the same
     admissions."""
@@ -233,7 +235,6 @@ class Admission:
         self._tree: dict[int, list[int]] = {}
         for i in range(len(self.cqs)):
             self._tree.setdefault(self.quota.root[i], []).append(i)
-        self._waiting_in_tree: dict[int, set[int]] = {r: set() for r in self._tree}
         self._dirty: set[int] = set()
         # Parked queues (classic admission): a queue whose heads could not be admitted waits
         # until its tree has released at least their deficit (quota freed can raise what a
@@ -278,6 +279,11 @@ class Admission:
             for cq in self.cqs
         ]
         self.fair = tenancy.fair_sharing.enabled
+        # Every waiting queue of a tree is checked again after each change of its quota: fair
+        # sharing's order and targets change with every share, and the reference does so.
+        self._recheck = self.fair or self.recheck_all
+        # Under fair sharing, the queues of each tree with pending workloads.
+        self._waiting_in_tree: dict[int, set[int]] = {r: set() for r in self._tree}
         self._strict = [cq.queueing_strategy == STRICT_FIFO for cq in self.cqs]
         self._needs: dict[tuple[int, Any], list[tuple[_Group, list[tuple[str, float]]]]] = {}
         self._option_cache: dict[tuple[int, Any], FlavorOptions] = {}
@@ -293,6 +299,15 @@ class Admission:
         self._levels: dict[int, dict[int, dict[Workload, None]]] = {r: {} for r in self._tree}
         self._latest = float("-inf")
         self._ordered = True
+
+    def level(self, cq: int, priority: int) -> dict[Workload, None]:
+        """The admitted workloads of ``cq``'s tree at ``priority``, in admission order: the
+        :attr:`Workload.level` of a workload of ``cq`` at ``priority``."""
+        levels = self._levels[self.quota.root[cq]]
+        found = levels.get(priority)
+        if found is None:
+            found = levels[priority] = {}
+        return found
 
     def gpu_type_of(self, wl: Workload) -> str | None:
         """The GPU type the flavors of an admitted workload select (None: any type)."""
@@ -383,7 +398,7 @@ class Admission:
             self.quota.subtree[root].get(fr, 0.0),
             _Assignment(FIT, {fr: amount}, False, names),
             _Assignment(FIT, {fr: amount}, True, names),
-            tuple(self.quota.usage[node] for node in self.quota.chain[cq]),
+            self.quota.chain_usage[cq],
             otherwise,
         )
 
@@ -421,7 +436,7 @@ class Admission:
             heappush(heap, entry)
         count = self.pending_count[cq]
         self.pending_count[cq] = count + 1
-        if not count:
+        if not count and self.fair:
             self._waiting_in_tree[self.quota.root[cq]].add(cq)
         self._dirty.add(cq)
 
@@ -432,19 +447,19 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            self.quota.discharge(cq, fast.fr, fast.amount)
             amount = fast.amount
+            self.quota.discharge(cq, fast.fr, amount)
+            root = fast.root
         else:
             self.quota.remove(cq, freed)
             amount = sum(freed.values())
+            root = self.quota.root[cq]
         del self.admitted[cq][wl]
         del level[wl]
         wl.assignment = None
-        root = self.quota.root[cq]
         released = self._released[root] = self._released[root] + amount
-        if self.fair or self.recheck_all:
-            # Fair sharing's order and targets change with every share: re-check them all.
-            self._dirty |= self._waiting_in_tree[root]
+        if self._recheck:
+            self._dirty.update(self._waiting(root))
             return
         parked = self._parked[root]
         while parked and parked[0][0] <= released:
@@ -529,8 +544,8 @@ class Admission:
             buckets = queued[cq]
             if len(buckets) == 1:
                 # The common case, as :meth:`_candidate` and :meth:`_assign` would find it.
-                for heap in buckets.values():
-                    wl = heap[0][3]
+                (heap,) = buckets.values()
+                wl = heap[0][3]
                 fast = wl.fast
                 if fast is not None:
                     _, fr, amount, nominal, capacity, own, borrowing, usages, _ = fast
@@ -570,15 +585,17 @@ class Admission:
                     dirty.add(cq)
                     continue
             # Each candidate heads its heap (:meth:`_pop` without its check).
-            heap = queued[cq][wl.shape]
+            heaps = queued[cq]
+            heap = heaps[wl.shape]
             heappop(heap)
-            if heap:
-                pending[cq] -= 1
-            else:
-                self._left(wl, heap)
+            if not heap:
+                del heaps[wl.shape]
+            left = pending[cq] = pending[cq] - 1
+            if not left and self.fair:
+                self._waiting_in_tree[quota.root[cq]].discard(cq)
             self._take(wl, assignment, now, assignment.borrows)
             changed = True
-            if pending[cq]:
+            if left:
                 # Its next head is a candidate of the next round.
                 dirty.add(cq)
             out.append(Admitted(wl, ()))
@@ -745,13 +762,21 @@ class Admission:
         if not heap:
             del self.pending[wl.cq][wl.shape]
         self.pending_count[wl.cq] -= 1
-        if not self.pending_count[wl.cq]:
+        if not self.pending_count[wl.cq] and self.fair:
             self._waiting_in_tree[self.quota.root[wl.cq]].discard(wl.cq)
+
+    def _waiting(self, root: int) -> Iterable[int]:
+        """The queues of tree ``root`` with pending workloads."""
+        if self.fair:
+            return self._waiting_in_tree[root]
+        pending = self.pending_count
+        return [cq for cq in self._tree[root] if pending[cq]]
 
     def _take(self, wl: Workload, a: _Assignment, now: float, borrows: bool | None) -> None:
         """Admit ``wl`` with assignment ``a``; ``borrows``: whether it borrows, when known (the
         assignment's, if the queue's usage has not changed since), None to find out."""
         cq = wl.cq
+        root = self.quota.root[cq]
         fast = wl.fast
         if fast is not None:
             self.quota.charge(cq, fast.fr, fast.amount)
@@ -766,21 +791,18 @@ class Admission:
         self.admitted[cq][wl] = None
         level = wl.level
         if level is None:
-            levels = self._levels[self.quota.root[cq]]
-            level = wl.level = levels.get(wl.priority)
-            if level is None:
-                level = wl.level = levels[wl.priority] = {}
+            level = wl.level = self.level(cq, wl.priority)
         level[wl] = None
-        if self.recheck_all or self.fair:
+        if self._recheck:
             # Fair sharing: a share grew, which may let others preempt by it.
-            self._dirty |= self._waiting_in_tree[self.quota.root[cq]]
+            self._dirty.update(self._waiting(root))
         elif borrows:
-            hungry = self._hungry[self.quota.root[cq]]
+            hungry = self._hungry[root]
             if hungry:
                 self._dirty |= hungry
                 hungry.clear()
         if self._watching:
-            watch = self._watch[self.quota.root[cq]]
+            watch = self._watch[root]
             while watch and -watch[0][0] > wl.priority:
                 _, version, waiting = heappop(watch)
                 if version == self._version[waiting]:
@@ -789,7 +811,7 @@ class Admission:
     def _park(self, cq: int, heads: list[Workload]) -> None:
         """No head of ``cq`` can be admitted now: wait for enough released quota, or for a
         borrower to reclaim from (see ``__init__``)."""
-        if self.fair or not heads or self.recheck_all:
+        if self._recheck or not heads:
             return
         root = self.quota.root[cq]
         self._version[cq] += 1

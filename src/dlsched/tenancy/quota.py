@@ -74,6 +74,10 @@ class QuotaTree:
             not any(self.lend_limit[c] or self.borrow_limit[c] for c in self.chain[i])
             for i in range(n)
         ]
+        # The usage maps of each node's chain (the node first, its root last).
+        self.chain_usage: list[tuple[dict[int, float], ...]] = [
+            tuple(self.usage[at] for at in self.chain[i]) for i in range(n)
+        ]
         self.fr_names = {i: fr for fr, i in self.frs.items()}
         self._potential: dict[tuple[int, int], float] = {}
 
@@ -197,20 +201,19 @@ class QuotaTree:
                 at, amount = parent, amount - local
 
     def charge(self, node: int, fr: int, amount: float) -> None:
-        """:meth:`add` of ``amount`` of one ``fr`` to a :attr:`plain` node."""
-        usage = self.usage
-        for at in self.chain[node]:
-            usage[at][fr] += amount
+        """:meth:`add` of ``amount`` (> 0) of one ``fr`` to a :attr:`plain` node."""
+        for usage in self.chain_usage[node]:
+            usage[fr] += amount
 
     def discharge(self, node: int, fr: int, amount: float) -> None:
-        """:meth:`remove` of ``amount`` of one ``fr`` from a :attr:`plain` node."""
-        for at in self.chain[node]:
-            usage = self.usage[at]
+        """:meth:`remove` of ``amount`` (> 0) of one ``fr`` from a :attr:`plain` node."""
+        for usage in self.chain_usage[node]:
             before = usage[fr]
             usage[fr] = before - amount
-            if before <= 0:
-                break
             if before < amount:
+                # As :meth:`remove`: a parent gives back no more than its child held.
+                if before <= 0:
+                    break
                 amount = before
 
     def remove(self, node: int, request: Mapping[int, float]) -> None:

@@ -35,6 +35,18 @@ class Decision(NamedTuple):
     evicted: tuple[tuple[Any, str], ...]
 
 
+class _Kind(NamedTuple):
+    """What the workloads of one demand in one ClusterQueue share: why they can never be
+    admitted (else None), their requests, shape number, flavor options and fast path."""
+
+    demand: Any
+    reason: str | None
+    requests: dict[str, float]
+    shape: int
+    options: Any
+    fast: Any
+
+
 class AdmissionStage:
     """Admission of one run's jobs (module docstring), given each trace row's VC and user. A
     queue map naming queues or classes the manifests lack is refused here; a job that maps to
@@ -52,17 +64,21 @@ class AdmissionStage:
         self.tenancy = tenancy
         self.admission = Admission(tenancy, gpu_types)
         index = self.admission.quota.index
-        resolved: dict[tuple[str | None, str | None], tuple[int, int]] = {}
+        resolved: dict[tuple[str | None, str | None], int] = {}
         self.unmapped: dict[int, str] = {}
-        self.row_cq: list[int] = []
-        self.row_priority: list[int] = []
+        # Per (VC, user) of the trace: its ClusterQueue, priority and the admitted workloads
+        # of its tree at that priority (None for a queue it lacks); each row's index into them.
+        self._targets: list[tuple[int, int, dict[Workload, None] | None]] = []
+        self._row_target: list[int] = []
         for vc, user in zip(vcs, users, strict=True):
             key = (vc, user)
             found = resolved.get(key)
             if found is None:
-                found = resolved[key] = self._resolve(queue_map, vc, user, index)
-            self.row_cq.append(found[0])
-            self.row_priority.append(found[1])
+                found = resolved[key] = len(self._targets)
+                cq, priority = self._resolve(queue_map, vc, user, index)
+                level = self.admission.level(cq, priority) if cq >= 0 else None
+                self._targets.append((cq, priority, level))
+            self._row_target.append(found)
         self.names = list(tenancy.cluster_queues)
         self._workloads: dict[Any, Workload] = {}
         self._seq = 0
@@ -80,8 +96,15 @@ class AdmissionStage:
         # Per (queue, shape): why it can never be admitted, or its flavor options and fast path.
         self._checked: list[dict[int, tuple[str | None, Any, Any]]] = [{} for _ in self.names]
         self._shapes: dict[Any, int] = {}
-        self._shape_of: dict[int, tuple[Any, int]] = {}
         self._requests: list[dict[str, float]] = []
+        # Per queue, by the identity of a demand object: what its workloads share (_Kind).
+        self._kinds: list[dict[int, _Kind]] = [{} for _ in self.names]
+
+    @property
+    def row_cq(self) -> list[int]:
+        """Each trace row's ClusterQueue (negative: none, the reason in :attr:`unmapped`)."""
+        targets = self._targets
+        return [targets[t][0] for t in self._row_target]
 
     def _resolve(
         self, queue_map: QueueMap, vc: str | None, user: str | None, index: dict[str, int]
@@ -105,10 +128,10 @@ class AdmissionStage:
         """``job`` (trace row ``row``) waits for admission, asking its ``demand`` (GPUs, CPUs,
         memory in MiB, GPU type; one pod); or the reason it can never be admitted (then it does
         not wait). Demands are compared by value, so equal ones share their checks."""
-        cq = self.row_cq[row]
+        cq, priority, level = self._targets[self._row_target[row]]
         if cq < 0:
             return self.unmapped[cq]
-        return self._enter(job, cq, self.row_priority[row], demand, now)
+        return self._enter(job, cq, priority, level, demand, now)
 
     def arrive_in(self, job: Any, queue_ref: str, demand: Any, now: float) -> str | None:
         """``job`` waits for admission in LocalQueue ``queue_ref`` (``namespace/name``, or a
@@ -117,7 +140,8 @@ class AdmissionStage:
         cq = self.cluster_queue(queue_ref)
         if isinstance(cq, str):
             return cq
-        return self._enter(job, cq, self.tenancy.priority(None), demand, now)
+        priority = self.tenancy.priority(None)
+        return self._enter(job, cq, priority, self.admission.level(cq, priority), demand, now)
 
     def adopt(self, job: Any, queue_ref: str, demand: Any, now: float) -> bool:
         """Charge ``job``, found already running (a restarted service), to LocalQueue
@@ -147,20 +171,22 @@ class AdmissionStage:
             return str(exc)
         return self.admission.quota.index[lq.cluster_queue]
 
-    def _enter(self, job: Any, cq: int, priority: int, demand: Any, now: float) -> str | None:
-        # Equal demands share one small shape number: the admission keys its checks by it. The
-        # simulator hands the same object for equal demands, so identity is tried first (the
-        # object is kept in the value, so its id is not reused).
-        known = self._shape_of.get(id(demand))
-        if known is None or known[0] is not demand:
-            known = self._shape_of[id(demand)] = (demand, self._shape(demand))
-        shape = known[1]
-        checks = self._checked[cq]
-        checked = checks.get(shape)
-        if checked is None:
-            checked = checks[shape] = self._check(cq, shape, demand.gpu_type)
-        if checked[0] is not None:
-            return checked[0]
+    def _enter(
+        self,
+        job: Any,
+        cq: int,
+        priority: int,
+        level: dict[Workload, None] | None,
+        demand: Any,
+        now: float,
+    ) -> str | None:
+        # The simulator hands the same object for equal demands, so their kind is found by
+        # identity (the object is kept in the kind, so its id is not reused).
+        kind = self._kinds[cq].get(id(demand))
+        if kind is None or kind.demand is not demand:
+            kind = self._kinds[cq][id(demand)] = self._kind(cq, demand)
+        if kind.reason is not None:
+            return kind.reason
         self._seq += 1
         wl = Workload(
             job,
@@ -168,15 +194,26 @@ class AdmissionStage:
             priority,
             now,
             self._seq,
-            self._requests[shape],
+            kind.requests,
             demand.gpu_type,
-            shape,
-            checked[1],
-            checked[2],
+            kind.shape,
+            kind.options,
+            kind.fast,
+            level=level,
         )
         self._workloads[job] = wl
         self.admission.submit(wl)
         return None
+
+    def _kind(self, cq: int, demand: Any) -> _Kind:
+        """What workloads of ``demand`` in ``cq`` share. Equal demands share one small shape
+        number, by which the admission keys its checks."""
+        shape = self._shape(demand)
+        checks = self._checked[cq]
+        checked = checks.get(shape)
+        if checked is None:
+            checked = checks[shape] = self._check(cq, shape, demand.gpu_type)
+        return _Kind(demand, checked[0], self._requests[shape], shape, checked[1], checked[2])
 
     def _check(self, cq: int, shape: int, gpu_type: str | None) -> tuple[str | None, Any, Any]:
         """For workloads of ``shape`` in ``cq``: why they can never be admitted, or None and
@@ -233,21 +270,16 @@ class AdmissionStage:
             return []
         out: list[Decision] = []
         note = self._note
-        if len(admissions) == 1 and not admissions[0].evictions:
-            wl = admissions[0].workload
+        # Noted once the round is over, so each note holds the queue's usage after it.
+        for wl, evictions in admissions:
             note(wl.cq, now)
-            return [Decision(wl.key, ())]
-        touched: set[int] = set()
-        for admitted in admissions:
-            evicted = []
-            for ev in admitted.evictions:
+            if not evictions:
+                out.append(Decision(wl.key, ()))
+                continue
+            for ev in evictions:
                 self.preemptions[ev.workload.cq][ev.cause] += 1
-                touched.add(ev.workload.cq)
-                evicted.append((ev.workload.key, ev.cause))
-            touched.add(admitted.workload.cq)
-            out.append(Decision(admitted.workload.key, tuple(evicted)))
-        for cq in sorted(touched):
-            note(cq, now)
+                note(ev.workload.cq, now)
+            out.append(Decision(wl.key, tuple((ev.workload.key, ev.cause) for ev in evictions)))
         return out
 
     # ---- what the run reports ----------------------------------------------------------------
