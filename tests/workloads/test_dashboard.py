@@ -202,9 +202,16 @@ def test_dashboard_asks_a_tenant_for_its_token_and_lists_only_its_jobs(tmp_path:
             page.wait_for_function(
                 "document.getElementById('token-note').textContent.includes('did not accept')"
             )
+            # A refresh sent without a token is still out when the tenant enters its token:
+            # its late 401 must not throw the new token away.
+            page.evaluate(_HOLD_TOKENLESS_JOBS)
+            page.wait_for_function("window.heldJobs.length > 0")
             page.fill("#token", TEAM_A)
             page.click("#token-form button")
             page.wait_for_selector(f'tr[data-job-id="{mine}"]')
+            loaded = int(page.evaluate("Number(document.body.dataset.loaded)"))
+            page.evaluate("window.releaseJobs()")
+            page.wait_for_function(f"Number(document.body.dataset.loaded) >= {loaded + 2}")
             shown = page.eval_on_selector_all(
                 "tr[data-job-id]", "rows => rows.map(r => r.dataset.jobId)"
             )
@@ -212,6 +219,24 @@ def test_dashboard_asks_a_tenant_for_its_token_and_lists_only_its_jobs(tmp_path:
 
     assert "token" in asked
     assert mine in shown and theirs not in shown
+
+
+# Holds the page's requests for /jobs sent without a token until releaseJobs() sends them.
+_HOLD_TOKENLESS_JOBS = """() => {
+  const send = window.fetch.bind(window);
+  window.heldJobs = [];
+  window.fetch = (path, options) => {
+    if (path !== "jobs" || options.headers.Authorization || window.heldJobs === null) {
+      return send(path, options);
+    }
+    return new Promise((resolve) => window.heldJobs.push(() => send(path, options).then(resolve)));
+  };
+  window.releaseJobs = () => {
+    const held = window.heldJobs;
+    window.heldJobs = null;
+    held.forEach((go) => go());
+  };
+}"""
 
 
 def _sleeper(name: str, queue: str) -> dict[str, Any]:

@@ -327,8 +327,7 @@ const TOKEN_KEY = "dlsched-token";
 
 class NeedsToken extends Error {}
 
-async function getJson(path) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
+async function getJson(path, token = sessionStorage.getItem(TOKEN_KEY)) {
   const headers = token ? { Authorization: `Bearer ${token}` } : {};
   const response = await fetch(path, { cache: "no-store", headers });
   if (response.status === 401) throw new NeedsToken(`${path}: HTTP 401`);
@@ -356,12 +355,18 @@ function setupTokenForm() {
   });
 }
 
+// The jobs the stored token may see; null when the token was replaced while the request was
+// out (the refresh the new token started answers for it: a late 401 for the old token must
+// not throw the new one away and ask again).
 async function jobsOrAsk() {
+  const sent = sessionStorage.getItem(TOKEN_KEY);
   try {
-    return await getJson("jobs");
+    const jobs = await getJson("jobs", sent);
+    return sessionStorage.getItem(TOKEN_KEY) === sent ? jobs : null;
   } catch (err) {
     if (!(err instanceof NeedsToken)) throw err;
-    askToken(sessionStorage.getItem(TOKEN_KEY) !== null);
+    if (sessionStorage.getItem(TOKEN_KEY) !== sent) return null;
+    askToken(sent !== null);
     sessionStorage.removeItem(TOKEN_KEY);
     return [];
   }
@@ -375,6 +380,7 @@ async function refresh(again = true) {
       getJson("cluster"),
       getJson("metrics"),
     ]);
+    if (jobs === null) return;
     render(jobs, cluster, metrics);
     status.textContent = `updated ${clock(Date.now() / 1000)}`;
     status.classList.remove("error");
