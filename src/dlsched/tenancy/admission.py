@@ -213,10 +213,9 @@ class Admission:
 
     Queues whose heads cannot be admitted are parked until a change could admit one (see
     ``__init__``); with :attr:`recheck_all` set when it is made (a reference for tests) nothing
-    is parked and
-    every waiting queue of a tree is checked again after every change of the tree's quota, as
-    Kueue requeues inadmissible workloads on each cohort change. Both give the same
-    admissions."""
+    is parked and every waiting queue of a tree is checked again after every change of the
+    tree's quota, as Kueue requeues inadmissible workloads on each cohort change. Both give
+    the same admissions."""
 
     recheck_all = False
 
@@ -570,7 +569,7 @@ class Admission:
         """:meth:`_round` for a round that streams nothing and preempts nothing: admit the
         sorted candidates in order while they fit."""
         quota = self.quota
-        pending, queued, dirty = self.pending_count, self.pending, self._dirty
+        dirty = self._dirty
         changed = False
         for wl, assignment, _ in candidates:
             cq = wl.cq
@@ -584,15 +583,7 @@ class Admission:
                 if not ok:
                     dirty.add(cq)
                     continue
-            # Each candidate heads its heap (:meth:`_pop` without its check).
-            heaps = queued[cq]
-            heap = heaps[wl.shape]
-            heappop(heap)
-            if not heap:
-                del heaps[wl.shape]
-            left = pending[cq] = pending[cq] - 1
-            if not left and self.fair:
-                self._waiting_in_tree[quota.root[cq]].discard(cq)
+            left = self._pop(wl)
             self._take(wl, assignment, now, assignment.borrows)
             changed = True
             if left:
@@ -747,23 +738,25 @@ class Admission:
         self._left(wl, heap)
         return True
 
-    def _pop(self, wl: Workload) -> None:
+    def _pop(self, wl: Workload) -> int:
+        """Take ``wl``, the head of its heap, out of the pending workloads; how many of its
+        queue's workloads are still pending."""
         cq = wl.cq
         heap = self.pending[cq][wl.shape]
         assert heap[0][3] is wl
         heappop(heap)
-        if heap:
-            self.pending_count[cq] -= 1
-            return
-        self._left(wl, heap)
+        return self._left(wl, heap)
 
-    def _left(self, wl: Workload, heap: list[Any]) -> None:
-        """Bookkeeping after ``wl`` left its ``heap`` of pending workloads."""
+    def _left(self, wl: Workload, heap: list[Any]) -> int:
+        """Bookkeeping after ``wl`` left its ``heap`` of pending workloads; how many of its
+        queue's workloads are still pending."""
+        cq = wl.cq
         if not heap:
-            del self.pending[wl.cq][wl.shape]
-        self.pending_count[wl.cq] -= 1
-        if not self.pending_count[wl.cq] and self.fair:
-            self._waiting_in_tree[self.quota.root[wl.cq]].discard(wl.cq)
+            del self.pending[cq][wl.shape]
+        left = self.pending_count[cq] = self.pending_count[cq] - 1
+        if not left and self.fair:
+            self._waiting_in_tree[self.quota.root[cq]].discard(cq)
+        return left
 
     def _waiting(self, root: int) -> Iterable[int]:
         """The queues of tree ``root`` with pending workloads."""
