@@ -202,6 +202,10 @@ def test_dashboard_asks_a_tenant_for_its_token_and_lists_only_its_jobs(tmp_path:
             page.wait_for_function(
                 "document.getElementById('token-note').textContent.includes('did not accept')"
             )
+            # The refreshes that follow (without a token) leave the rejection on show.
+            loaded = int(page.evaluate("Number(document.body.dataset.loaded)"))
+            page.wait_for_function(f"Number(document.body.dataset.loaded) >= {loaded + 2}")
+            rejected = page.text_content("#token-note") or ""
             # A refresh sent without a token is still out when the tenant enters its token:
             # its late 401 must not throw the new token away.
             page.evaluate(_HOLD_TOKENLESS_JOBS)
@@ -218,6 +222,7 @@ def test_dashboard_asks_a_tenant_for_its_token_and_lists_only_its_jobs(tmp_path:
             assert not page.is_visible("#token-form")
 
     assert "token" in asked
+    assert "did not accept" in rejected
     assert mine in shown and theirs not in shown
 
 

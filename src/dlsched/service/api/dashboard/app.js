@@ -335,12 +335,16 @@ async function getJson(path, token = sessionStorage.getItem(TOKEN_KEY)) {
   return response.json();
 }
 
+// Shows the token form. A refresh without a token while the form is on show keeps its note,
+// so that a rejected token stays reported until another one is entered.
 function askToken(rejected) {
   const form = document.getElementById("token-form");
+  if (rejected || form.hidden) {
+    document.getElementById("token-note").textContent = rejected
+      ? "The service did not accept that token; enter another."
+      : "This service has tenants: enter your token to see your jobs.";
+  }
   form.hidden = false;
-  document.getElementById("token-note").textContent = rejected
-    ? "The service did not accept that token; enter another."
-    : "This service has tenants: enter your token to see your jobs.";
 }
 
 function setupTokenForm() {
