@@ -33,9 +33,11 @@ Call = tuple[Any, ...]
 
 
 def _decisions(out: list[Decision]) -> list[tuple[int, tuple[tuple[int, str], ...]]]:
-    """Decisions by trace row (jobs in a run are objects, in a replay their rows)."""
+    """A round's decisions by trace row (jobs in a run are objects, in a replay their rows),
+    sorted: their order is not part of them (the simulator hands admitted jobs to policies
+    that order them by their own keys)."""
     rows = [(getattr(d.job, "row", d.job), d.evicted) for d in out]
-    return [(r, tuple((getattr(v, "row", v), c) for v, c in ev)) for r, ev in rows]
+    return sorted((r, tuple((getattr(v, "row", v), c) for v, c in ev)) for r, ev in rows)
 
 
 def record(stage: AdmissionStage, calls: list[Call], spent: list[float]) -> None:

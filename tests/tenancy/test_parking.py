@@ -275,3 +275,37 @@ def test_parked_scenarios_admit_as_the_reference(
         m.setattr(Admission, "recheck_all", True)
         reference = scenario(tmp_path)
     assert parked == reference == expected
+
+
+def _arrivals_that_all_fit(tmp_path: Path) -> tuple[list[tuple[str, bool]], int]:
+    """New workloads of a tree with nothing pending that fit its free quota together, two of
+    them in one queue (the low-priority one older) and one past its queue's nominal quota:
+    (each admitted workload's key and whether it borrows, in key order; workloads that went
+    through a queue's heap)."""
+    adm = _admission(
+        tmp_path, {"qa": {"gpu": 4, "cohort": "team"}, "qb": {"gpu": 4, "cohort": "team"}}
+    )
+    seq = count()
+    _running(adm, seq, (("b1", "qb", 2),))
+    for name, queue, gpus, created in (
+        ("low", "qa", 2, 1.0),
+        ("high", "qa", 3, 2.0),
+        ("b2", "qb", 1, 2.0),
+    ):
+        adm.submit(_workload(adm, seq, name, queue, gpus, created))
+    admitted = adm.schedule(10.0)
+    assert all(not a.evictions for a in admitted)
+    return sorted((a.workload.key, a.workload.borrows) for a in admitted), adm._queued[0]
+
+
+def test_arrivals_that_all_fit_are_admitted_at_once_as_rounds_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The queue takes its high-priority workload first, so the older low one is the borrower.
+    expected = [("b2", False), ("high", False), ("low", True)]
+    at_once, queued = _arrivals_that_all_fit(tmp_path)
+    assert (at_once, queued) == (expected, 0)
+    with monkeypatch.context() as m:
+        m.setattr(Admission, "recheck_all", True)
+        reference, _ = _arrivals_that_all_fit(tmp_path)
+    assert reference == expected

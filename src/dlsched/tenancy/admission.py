@@ -183,6 +183,11 @@ def _recent_first(w: Workload) -> tuple[int, float, int]:
     return (w.priority, -w.admitted_at, -w.seq)
 
 
+def _queue_order(w: Workload) -> tuple[int, float, int]:
+    """A ClusterQueue's order of its pending workloads: highest priority, then oldest."""
+    return (-w.priority, w.created, w.seq)
+
+
 def _newest_first(level: dict[Workload, None]) -> Iterator[Workload]:
     """The workloads of ``level`` (one priority, in admission order, times never decreasing)
     in :func:`_recent_first` order: reversed, with each instant's run sorted by creation."""
@@ -229,11 +234,16 @@ class Admission:
         self.pending: list[dict[tuple[Any, ...], list[tuple[int, float, int, Workload]]]] = [
             {} for _ in self.cqs
         ]
+        # Waiting workloads per queue: those in its heaps and those submitted since the
+        # last round (``_new``, in submission order; not under ``_recheck``).
         self.pending_count = [0] * len(self.cqs)
+        self._new: dict[Workload, None] = {}
         self.admitted: list[dict[Workload, None]] = [{} for _ in self.cqs]
         self._tree: dict[int, list[int]] = {}
         for i in range(len(self.cqs)):
             self._tree.setdefault(self.quota.root[i], []).append(i)
+        # Workloads in the heaps of each tree's queues, by root.
+        self._queued = [0] * len(self.quota.names)
         self._dirty: set[int] = set()
         # Parked queues (classic admission): a queue whose heads could not be admitted waits
         # until its tree has released at least their deficit (quota freed can raise what a
@@ -425,6 +435,19 @@ class Admission:
     def submit(self, wl: Workload) -> None:
         """``wl`` waits for admission (new, or back after an eviction)."""
         cq = wl.cq
+        count = self.pending_count[cq]
+        self.pending_count[cq] = count + 1
+        if not self._recheck:
+            # Queued (or admitted at once) by the next :meth:`schedule` (:meth:`_settle`).
+            self._new[wl] = None
+            return
+        if not count and self.fair:
+            self._waiting_in_tree[self.quota.root[cq]].add(cq)
+        self._enqueue(wl)
+
+    def _enqueue(self, wl: Workload) -> None:
+        """Put submitted ``wl`` (counted in :attr:`pending_count`) in its queue's heap."""
+        cq = wl.cq
         buckets = self.pending[cq]
         shape = wl.shape if wl.shape is not None else wl.shape_key()
         entry = (-wl.priority, wl.created, wl.seq, wl)
@@ -433,10 +456,7 @@ class Admission:
             buckets[shape] = [entry]
         else:
             heappush(heap, entry)
-        count = self.pending_count[cq]
-        self.pending_count[cq] = count + 1
-        if not count and self.fair:
-            self._waiting_in_tree[self.quota.root[cq]].add(cq)
+        self._queued[self.quota.root[cq]] += 1
         self._dirty.add(cq)
 
     def release(self, wl: Workload) -> None:
@@ -492,6 +512,8 @@ class Admission:
         stopped)."""
         out: list[Admitted] = []
         self._at(now)
+        if self._new:
+            self._settle(now, out)
         while self._dirty or self._ready:
             dirty, self._dirty = self._dirty, set()
             ready = self._ready
@@ -521,6 +543,61 @@ class Admission:
             else:
                 self._plain_round(candidates, now, out)
         return out
+
+    def _settle(self, now: float, out: list[Admitted]) -> None:
+        """Admit at once the workloads submitted since the last round of each tree that has no
+        other pending workload when they all fit its root's free quota together, as each asks
+        one amount of one flavor-resource of a tree without limits (:class:`_Fast`); queue
+        the others. Rounds would admit exactly those: they are the tree's only candidates,
+        each fits at its turn whatever the order (the root is the only check), so none waits
+        or preempts; each queue takes its own in heap order, so each borrows exactly as it
+        would in the rounds."""
+        new, self._new = self._new, {}
+        trees: dict[int, list[Workload]] = {}
+        for wl in new:
+            if wl.options is None:
+                self.flavor_options(wl)
+            fast = wl.fast
+            root = fast.root if fast is not None else self.quota.root[wl.cq]
+            found = trees.get(root)
+            if found is None:
+                trees[root] = [wl]
+            else:
+                found.append(wl)
+        pending = self.pending_count
+        for root, wls in trees.items():
+            if self._queued[root] or not self._fit_together(wls):
+                for wl in wls:
+                    self._enqueue(wl)
+                continue
+            if len(wls) > 1:
+                wls.sort(key=_queue_order)
+            for wl in wls:
+                fast = wl.fast
+                assert fast is not None
+                borrows = fast.usages[0][fast.fr] + fast.amount > fast.nominal + EPS
+                self._take(wl, fast.borrowing if borrows else fast.own, now, borrows)
+                pending[wl.cq] -= 1
+                out.append(Admitted(wl, ()))
+
+    @staticmethod
+    def _fit_together(wls: list[Workload]) -> bool:
+        """Whether ``wls`` (of one tree) each have a fast path and all fit its root's free
+        quota at once (without the tolerance a single check allows, so that they fit in any
+        order)."""
+        taken: dict[int, float] = {}
+        for wl in wls:
+            fast = wl.fast
+            if fast is None:
+                return False
+            fr = fast.fr
+            used = taken.get(fr)
+            if used is None:
+                used = fast.usages[-1][fr]
+            used = taken[fr] = used + fast.amount
+            if used > fast.capacity:
+                return False
+        return True
 
     def _at(self, now: float) -> None:
         """Admissions happen at ``now``: once times go back, admission order is no longer
@@ -727,6 +804,10 @@ class Admission:
     def withdraw(self, wl: Workload) -> bool:
         """``wl`` leaves without being admitted (its job was cancelled while it waited);
         False if it was not waiting."""
+        if wl in self._new:
+            del self._new[wl]
+            self.pending_count[wl.cq] -= 1
+            return True
         heap = self.pending[wl.cq].get(wl.shape, [])
         at = next((i for i, entry in enumerate(heap) if entry[3] is wl), None)
         if at is None:
@@ -754,8 +835,10 @@ class Admission:
         if not heap:
             del self.pending[cq][wl.shape]
         left = self.pending_count[cq] = self.pending_count[cq] - 1
+        root = self.quota.root[cq]
+        self._queued[root] -= 1
         if not left and self.fair:
-            self._waiting_in_tree[self.quota.root[cq]].discard(cq)
+            self._waiting_in_tree[root].discard(cq)
         return left
 
     def _waiting(self, root: int) -> Iterable[int]:

@@ -64,21 +64,18 @@ class AdmissionStage:
         self.tenancy = tenancy
         self.admission = Admission(tenancy, gpu_types)
         index = self.admission.quota.index
-        resolved: dict[tuple[str | None, str | None], int] = {}
         self.unmapped: dict[int, str] = {}
-        # Per (VC, user) of the trace: its ClusterQueue, priority and the admitted workloads
-        # of its tree at that priority (None for a queue it lacks); each row's index into them.
+        # Per (VC, user) of the trace, numbered as they first appear: its ClusterQueue,
+        # priority and the admitted workloads of its tree at that priority (None for a queue
+        # it lacks); each row's number.
+        pairs: dict[tuple[str | None, str | None], int] = {}
+        rows = zip(vcs, users, strict=True)
+        self._row_target = [pairs.setdefault(pair, len(pairs)) for pair in rows]
         self._targets: list[tuple[int, int, dict[Workload, None] | None]] = []
-        self._row_target: list[int] = []
-        for vc, user in zip(vcs, users, strict=True):
-            key = (vc, user)
-            found = resolved.get(key)
-            if found is None:
-                found = resolved[key] = len(self._targets)
-                cq, priority = self._resolve(queue_map, vc, user, index)
-                level = self.admission.level(cq, priority) if cq >= 0 else None
-                self._targets.append((cq, priority, level))
-            self._row_target.append(found)
+        for vc, user in pairs:
+            cq, priority = self._resolve(queue_map, vc, user, index)
+            level = self.admission.level(cq, priority) if cq >= 0 else None
+            self._targets.append((cq, priority, level))
         self.names = list(tenancy.cluster_queues)
         self._workloads: dict[Any, Workload] = {}
         self._seq = 0
