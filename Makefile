@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint system bench clean
+.PHONY: demo test test-long lint system bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -48,8 +48,13 @@ system:
 		fi; \
 	fi
 
+# The suite without its long tests (marked ``long``: half a minute or more each), which CI runs
+# after it with test-long.
 test: lint system
-	$(BIN)/pytest -n 2 -q
+	$(BIN)/pytest -n 2 -q -m "not long"
+
+test-long: $(VENV)/.dev system
+	$(BIN)/pytest -n 2 -q -m long
 
 bench: $(VENV)/.core
 	$(BIN)/python bench/sim_throughput.py

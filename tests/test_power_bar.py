@@ -23,6 +23,7 @@ def run_managed(policy: str, manager: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("policy", ["fifo", "qssf"])
 def test_ces_saves_energy_without_adding_queueing(policy: str) -> None:
     s = run_managed(policy, "ces")

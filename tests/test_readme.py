@@ -33,7 +33,10 @@ from tests.readme_commands import (
 )
 
 TEXT = README.read_text(encoding="utf-8")
-INLINE_NOT_RUN = {"make system": "make test runs it (as root) before this suite"}
+INLINE_NOT_RUN = {
+    "make system": "make test runs it (as root) before this suite",
+    "make test-long": "it runs this suite's long tests (CI runs it after make test)",
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Session:
     headings: tuple[str, ...]
     shared: bool = False  # needs ../shared/traces
     slow: bool = False
+    long: bool = False  # about half a minute or more: CI runs it after make test
     service: bool = False  # starts dlsched serve: run in its own network namespace
     slurm: bool = False  # on a throwaway Slurm cluster (in this network: slurmctld must resolve
     # this host's name, so the README's port 8765 must be free here)
@@ -56,14 +60,15 @@ SESSIONS = {
         ("Quick start (Python 3.11, a fresh machine)",),
         not_run={"make test": "it is the command that runs this test suite"},
     ),
-    "workflow": Session(("The workflow", "Command-line conventions"), shared=True),
+    "workflow": Session(("The workflow", "Command-line conventions"), shared=True, long=True),
     "helios": Session(
         ("Helios: characterization, duration prediction, QSSF", "A Helios-like trace generator"),
         shared=True,
         slow=True,
+        long=True,
     ),
-    "energy": Session(("Energy: CES offline and inside the simulator",), slow=True),
-    "sweeps": Session(("Sweeps",), shared=True, slow=True),
+    "energy": Session(("Energy: CES offline and inside the simulator",), slow=True, long=True),
+    "sweeps": Session(("Sweeps",), shared=True, slow=True, long=True),
     "perf": Session(("Performance models from profiles",)),
     "ps": Session(("Parameter-server jobs: SMD",), slow=True),
     "elastic": Session(
@@ -71,7 +76,7 @@ SESSIONS = {
         shared=True,
         slow=True,
     ),
-    "mixed": Session(("Mixed workloads",), shared=True, slow=True),
+    "mixed": Session(("Mixed workloads",), shared=True, slow=True, long=True),
     "serving": Session(("LLM inference serving",)),
     "serving-shared": Session(
         ("Request traces, disaggregation, serving beside training",), shared=True
@@ -144,7 +149,10 @@ def _run_make(checkout: Path, command: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=[pytest.mark.slow] if s.slow else [])
+        pytest.param(
+            name,
+            marks=[m for m, on in ((pytest.mark.slow, s.slow), (pytest.mark.long, s.long)) if on],
+        )
         for name, s in SESSIONS.items()
     ],
 )

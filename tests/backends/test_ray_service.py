@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.long
 def test_jobs_of_a_killed_ray_node_are_requeued_rescheduled_and_complete_once(
     tmp_path: Path,
 ) -> None:

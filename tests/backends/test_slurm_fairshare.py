@@ -148,6 +148,7 @@ def eligible_time(cluster: SlurmCluster, job: str) -> float:
     return datetime.fromisoformat(out).timestamp()
 
 
+@pytest.mark.long
 def test_sprio_age_after_a_decay_pass_matches_dlsched(cluster: SlurmCluster) -> None:
     blocker = submit(cluster, "-A", "root", "-N3", "--exclusive", "--wrap", "sleep 600")
     deadline = time.monotonic() + 60
@@ -249,6 +250,7 @@ def charged_runs(cluster: SlurmCluster, jobs: list[str]) -> list[ChargedRun]:
     return runs
 
 
+@pytest.mark.long
 def test_fairshare_with_recorded_usage_matches_dlsched(tmp_path: Path) -> None:
     with SlurmCluster(directory=tmp_path, extra_conf=USAGE_CONF, accounts=ACCOUNTS) as cluster:
         user = cluster.run("id", "-un").stdout.strip()

@@ -62,6 +62,7 @@ def kill_job_processes(request_id: str) -> int:
     return killed
 
 
+@pytest.mark.long
 def test_jobs_of_a_killed_slurm_node_are_reported_lost_and_the_others_run_on(
     tmp_path: Path,
 ) -> None:

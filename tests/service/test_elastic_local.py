@@ -64,6 +64,7 @@ def live(tmp_path: Path) -> Iterator[tuple[Store, LocalBackend, Controller]]:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_pollux_resizes_a_training_job_that_resumes_from_its_checkpoint(
     live: tuple[Store, LocalBackend, Controller],
 ) -> None:

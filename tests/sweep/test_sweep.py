@@ -172,6 +172,7 @@ def test_cli_sweep_prints_the_table_and_names_bad_input(tmp_path: Path, small_tr
 
 @pytest.mark.ray
 @pytest.mark.slow
+@pytest.mark.long
 def test_sweep_on_a_three_node_ray_cluster_equals_the_process_pool(
     tmp_path: Path, small_trace: str
 ) -> None:
