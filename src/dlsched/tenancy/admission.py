@@ -217,10 +217,11 @@ class Admission:
     quota tree (module docstring).
 
     Queues whose heads cannot be admitted are parked until a change could admit one (see
-    ``__init__``); with :attr:`recheck_all` set when it is made (a reference for tests) nothing
-    is parked and every waiting queue of a tree is checked again after every change of the
-    tree's quota, as Kueue requeues inadmissible workloads on each cohort change. Both give
-    the same admissions."""
+    ``__init__``), and workloads that arrive in a tree with nothing pending and all fit are
+    admitted without rounds (:meth:`_settle`); with :attr:`recheck_all` set when it is made (a
+    reference for tests) neither happens and every waiting queue of a tree is checked again
+    after every change of the tree's quota, as Kueue requeues inadmissible workloads on each
+    cohort change. Both give the same admissions."""
 
     recheck_all = False
 
