@@ -22,13 +22,7 @@ from dlsched.tenancy.admission import Admission, Workload
 from dlsched.tenancy.manifests import read_manifests
 from dlsched.trace.schema import Trace
 from tests.tenancy.kueue_manifests import API, documents, write
-
-POLICY = {
-    "reclaim": st.sampled_from(["Never", "LowerPriority", "Any"]),
-    "within": st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
-    "borrow_within": st.sampled_from([None, "LowerPriority"]),
-    "strategy": st.sampled_from(["BestEffortFIFO", "StrictFIFO"]),
-}
+from tests.tenancy.strategies import policies
 
 
 @st.composite
@@ -40,12 +34,7 @@ def setups(draw: st.DrawFn) -> tuple[list[dict[str, Any]], Trace, int]:
         spec: dict[str, Any] = {"gpu": draw(st.integers(1, 8))}
         if draw(st.integers(0, 5)):
             spec["cohort"] = f"team{q % teams}"
-        for key, values in POLICY.items():
-            value = draw(values)
-            if value is not None:
-                spec[key] = value
-        if spec["reclaim"] == "Never":
-            spec.pop("borrow_within", None)
+        spec |= draw(policies())
         if "cohort" in spec and draw(st.integers(0, 3)) == 0:
             spec["borrow"] = draw(st.integers(0, 8))
         if "cohort" in spec and draw(st.integers(0, 3)) == 0:
@@ -275,37 +264,3 @@ def test_parked_scenarios_admit_as_the_reference(
         m.setattr(Admission, "recheck_all", True)
         reference = scenario(tmp_path)
     assert parked == reference == expected
-
-
-def _arrivals_that_all_fit(tmp_path: Path) -> tuple[list[tuple[str, bool]], int]:
-    """New workloads of a tree with nothing pending that fit its free quota together, two of
-    them in one queue (the low-priority one older) and one past its queue's nominal quota:
-    (each admitted workload's key and whether it borrows, in key order; workloads that went
-    through a queue's heap)."""
-    adm = _admission(
-        tmp_path, {"qa": {"gpu": 4, "cohort": "team"}, "qb": {"gpu": 4, "cohort": "team"}}
-    )
-    seq = count()
-    _running(adm, seq, (("b1", "qb", 2),))
-    for name, queue, gpus, created in (
-        ("low", "qa", 2, 1.0),
-        ("high", "qa", 3, 2.0),
-        ("b2", "qb", 1, 2.0),
-    ):
-        adm.submit(_workload(adm, seq, name, queue, gpus, created))
-    admitted = adm.schedule(10.0)
-    assert all(not a.evictions for a in admitted)
-    return sorted((a.workload.key, a.workload.borrows) for a in admitted), adm._queued[0]
-
-
-def test_arrivals_that_all_fit_are_admitted_at_once_as_rounds_would(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The queue takes its high-priority workload first, so the older low one is the borrower.
-    expected = [("b2", False), ("high", False), ("low", True)]
-    at_once, queued = _arrivals_that_all_fit(tmp_path)
-    assert (at_once, queued) == (expected, 0)
-    with monkeypatch.context() as m:
-        m.setattr(Admission, "recheck_all", True)
-        reference, _ = _arrivals_that_all_fit(tmp_path)
-    assert reference == expected
