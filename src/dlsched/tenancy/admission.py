@@ -176,6 +176,13 @@ class _Fast(NamedTuple):
     usages: tuple[dict[int, float], ...]
     otherwise: _Assignment
 
+    def fitting(self) -> _Assignment:
+        """Its assignment when it fits now: ``borrowing`` when its queue's usage would pass
+        ``nominal``, else ``own``."""
+        if self.usages[0][self.fr] + self.amount > self.nominal + EPS:
+            return self.borrowing
+        return self.own
+
 
 def _recent_first(w: Workload) -> tuple[int, float, int]:
     """Classic preemption's order among workloads of one kind (same queue, or other queues):
@@ -574,10 +581,9 @@ class Admission:
             if len(wls) > 1:
                 wls.sort(key=_queue_order)
             for wl in wls:
-                fast = wl.fast
-                assert fast is not None
-                borrows = fast.usages[0][fast.fr] + fast.amount > fast.nominal + EPS
-                self._take(wl, fast.borrowing if borrows else fast.own, now, borrows)
+                assert wl.fast is not None
+                assignment = wl.fast.fitting()
+                self._take(wl, assignment, now, assignment.borrows)
                 pending[wl.cq] -= 1
                 out.append(Admitted(wl, ()))
 
@@ -624,14 +630,11 @@ class Admission:
                 (heap,) = buckets.values()
                 wl = heap[0][3]
                 fast = wl.fast
-                if fast is not None:
-                    _, fr, amount, nominal, capacity, own, borrowing, usages, _ = fast
-                    if amount <= capacity - usages[-1][fr] + EPS:
-                        if usages[0][fr] + amount > nominal + EPS:
-                            candidates.append((wl, borrowing, ()))
-                        else:
-                            candidates.append((wl, own, ()))
-                        continue
+                if fast is not None and (
+                    fast.amount <= fast.capacity - fast.usages[-1][fast.fr] + EPS
+                ):
+                    candidates.append((wl, fast.fitting(), ()))
+                    continue
             found = self._candidate(cq)
             if found is not None:
                 candidates.append(found)
@@ -1104,12 +1107,9 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            _, fr, amount, nominal, capacity, own, borrowing, usages, otherwise = fast
-            if amount <= capacity - usages[-1][fr] + EPS:
-                if usages[0][fr] + amount > nominal + EPS:
-                    return borrowing
-                return own
-            return otherwise
+            if fast.amount <= fast.capacity - fast.usages[-1][fast.fr] + EPS:
+                return fast.fitting()
+            return fast.otherwise
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
         preempts = self._preempts[cq]
         request: dict[int, float] = {}
