@@ -4,6 +4,7 @@ set-aside job's start and end) are nulls."""
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Protocol
 
 import numpy as np
@@ -56,20 +57,22 @@ class JobRecords:
     """Column buffers indexed by trace row; rows never admitted stay "set_aside" with a reason."""
 
     def __init__(self, n: int) -> None:
-        # Plain lists: item assignment costs far less than on numpy arrays, once per job.
+        # Unboxed arrays: a job's figures are stored as machine numbers, so a million finished
+        # jobs keep no million float objects alive (item assignment costs about what a list's
+        # does; numpy's costs far more, once per job).
         nan = math.nan
-        self.pool = [-1] * n
-        self.gpus = [0] * n
-        self.milli = [1000] * n
-        self.submit = [nan] * n
-        self.start = [nan] * n
-        self.end = [nan] * n
-        self.run_time = [nan] * n
-        self.preemptions = [0] * n
-        self.restarts = [0] * n
-        self.gpu_s = [0.0] * n
-        self.lost_gpu_s = [0.0] * n
-        self.finished = [False] * n
+        self.pool = array("q", [-1]) * n
+        self.gpus = array("q", [0]) * n
+        self.milli = array("q", [1000]) * n
+        self.submit = array("d", [nan]) * n
+        self.start = array("d", [nan]) * n
+        self.end = array("d", [nan]) * n
+        self.run_time = array("d", [nan]) * n
+        self.preemptions = array("q", [0]) * n
+        self.restarts = array("q", [0]) * n
+        self.gpu_s = array("d", [0.0]) * n
+        self.lost_gpu_s = array("d", [0.0]) * n
+        self.finished = bytearray(n)
         self.reasons: dict[int, str] = {}
 
     def set_aside(self, row: int, reason: str, gpus: int, submit: float) -> None:
@@ -97,30 +100,33 @@ class JobRecords:
     def to_table(self, job_ids: list[str], pool_names: tuple[str, ...]) -> pa.Table:
         n = len(job_ids)
         names = np.array([*pool_names, None], dtype=object)
-        finished = np.array(self.finished, dtype=bool)
+        finished = np.frombuffer(self.finished, dtype=np.uint8).astype(bool)
         status = np.where(finished, FINISHED, SET_ASIDE).astype(object)
         reasons = [self.reasons.get(i) for i in range(n)] if self.reasons else [None] * n
-        submit = np.array(self.submit, dtype=np.float64)
-        start = np.array(self.start, dtype=np.float64)
-        end = np.array(self.end, dtype=np.float64)
+        submit, start, end = (_numbers(c) for c in (self.submit, self.start, self.end))
         return pa.table(
             {
                 "job_id": pa.array(job_ids, pa.string()),
-                "partition": pa.array(names[np.array(self.pool, dtype=np.int64)], pa.string()),
+                "partition": pa.array(names[_numbers(self.pool)], pa.string()),
                 "status": pa.array(status, pa.string()),
                 "reason": pa.array(reasons, pa.string()),
-                "gpus": pa.array(self.gpus, pa.int32()),
-                "gpu_milli": pa.array(self.milli, pa.int32()),
+                "gpus": pa.array(_numbers(self.gpus), pa.int32()),
+                "gpu_milli": pa.array(_numbers(self.milli), pa.int32()),
                 "submit_s": submit,
                 "first_start_s": pa.array(start, from_pandas=True),
                 "end_s": pa.array(end, from_pandas=True),
                 "queue_s": pa.array(start - submit, from_pandas=True),
                 "jct_s": pa.array(end - submit, from_pandas=True),
-                "run_time_s": pa.array(self.run_time, pa.float64(), from_pandas=True),
-                "preemptions": pa.array(self.preemptions, pa.int32()),
-                "restarts": pa.array(self.restarts, pa.int32()),
-                "gpu_seconds": pa.array(self.gpu_s, pa.float64()),
-                "lost_gpu_seconds": pa.array(self.lost_gpu_s, pa.float64()),
+                "run_time_s": pa.array(_numbers(self.run_time), from_pandas=True),
+                "preemptions": pa.array(_numbers(self.preemptions), pa.int32()),
+                "restarts": pa.array(_numbers(self.restarts), pa.int32()),
+                "gpu_seconds": pa.array(_numbers(self.gpu_s)),
+                "lost_gpu_seconds": pa.array(_numbers(self.lost_gpu_s)),
             },
             schema=JOBS_SCHEMA,
         )
+
+
+def _numbers(column: array[float] | array[int]) -> np.ndarray:
+    """A copy of a record column as a numpy array (int64 or float64)."""
+    return np.frombuffer(column, dtype=np.int64 if column.typecode == "q" else np.float64).copy()

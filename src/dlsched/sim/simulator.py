@@ -240,6 +240,8 @@ class Simulator:
         self._next_wake = [math.inf] * len(self.groups)
         self._idle_rounds = [0] * len(self.groups)
         self._demands: dict[tuple[int, int, float, float, str | None], Demand] = {}
+        # A rigid job's (pool, demand) -> its interned Demand and why it never fits (or None).
+        self._rigid_demands: dict[tuple[Any, ...], tuple[Demand, str | None]] = {}
         self._node_jobs: list[set[SimJob]] | None = None
         self._empty: ClusterState | None = None
         self._mtbf: MtbfModel | None = None
@@ -438,16 +440,18 @@ class Simulator:
         pool, reason = self._pool_for(self._vc[row])
         gpus = self._gpus[row]
         milli = self._milli[row]
-        shape = (
+        key = (
+            pool,
             gpus,
             WHOLE if milli is None or gpus == 0 else milli,
             self._cpus[row] or 0.0,
             self._mem[row] or 0.0,
             self._gtype[row],
         )
-        demand = self._demands.get(shape)
-        if demand is None:
-            demand = self._demands[shape] = Demand(*shape)
+        known = self._rigid_demands.get(key)
+        if known is None:
+            known = self._rigid_demands[key] = self._rigid_demand(key)
+        demand, never = known
         duration = self._duration[row]
         work = self._work[row]
         if self._work_unit[row] not in (None, "seconds") or work is None:
@@ -455,7 +459,7 @@ class Simulator:
         if reason is None and work is None:
             reason = self._no_work(row)
         if reason is None:
-            reason = self._rigid_scheduler.never_fits(pool, demand)
+            reason = never
         if reason is not None:
             self.records.set_aside(row, reason, gpus, now)
             return None
@@ -464,6 +468,16 @@ class Simulator:
         if self.estimator is not None:
             job.estimate = self.estimator.estimate(row, now)
         return job
+
+    def _rigid_demand(self, key: tuple[Any, ...]) -> tuple[Demand, str | None]:
+        """The interned Demand of a rigid job's ``key`` (pool, then the Demand's fields) and
+        why it never fits that pool (None if it can; a pool of -1 is not asked)."""
+        pool, shape = key[0], key[1:]
+        demand = self._demands.get(shape)
+        if demand is None:
+            demand = self._demands[shape] = Demand(*shape)
+        never = self._rigid_scheduler.never_fits(pool, demand) if pool >= 0 else None
+        return demand, never
 
     def _no_work(self, row: int) -> str:
         """Why a row taken for a rigid job has no work, naming an application it gives."""
