@@ -102,6 +102,8 @@ class ClusterState:
         ]
         for i, p in enumerate(self.node_pool):
             self.buckets[p][self.free_whole[i]].append(i)
+        # A bucket holding more stale entries than this is rebuilt.
+        self._bucket_limit = [2 * len(members) + 16 for members in self.pool_nodes]
         # Nodes with a GPU that is partly shared: candidates for fractional best fit.
         self.partial_nodes: list[dict[int, None]] = [{} for _ in range(npools)]
         self._undo: list[tuple[bool, Placement, int, float, float, Split | None]] | None = None
@@ -197,7 +199,7 @@ class ClusterState:
         pool = self.node_pool[node]
         heap = self.buckets[pool][self.free_whole[node]]
         heappush(heap, node)
-        if len(heap) > 2 * len(self.pool_nodes[pool]) + 16:
+        if len(heap) > self._bucket_limit[pool]:
             heap[:] = self.bucket_nodes(pool, self.free_whole[node])
 
     def first_in_bucket(self, pool: int, free: int) -> int:
@@ -241,10 +243,11 @@ class ClusterState:
         total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
         total = total or 1
         extras = cpus > 0 or memory_mib > 0
+        free_milli, up = self.free_milli, self.node_up
         for node, gpu_ids in placement:
-            if not self.node_up[node]:
+            if not up[node]:
                 raise OverCommitError(f"node {self.node_names[node]} is down")
-            fm = self.free_milli[node]
+            fm = free_milli[node]
             for g in gpu_ids:
                 if fm[g] < milli:
                     raise OverCommitError(
@@ -259,7 +262,7 @@ class ClusterState:
                 ):
                     raise OverCommitError(f"node {self.node_names[node]} lacks CPUs or memory")
         for node, gpu_ids in placement:
-            fm = self.free_milli[node]
+            fm = free_milli[node]
             whole_taken = 0
             for g in gpu_ids:
                 if fm[g] == WHOLE:
@@ -270,7 +273,10 @@ class ClusterState:
                 self.free_cpus[node] -= cpus * share
                 self.free_mem[node] -= memory_mib * share
             self.pool_used_milli[self.node_pool[node]] += milli * len(gpu_ids)
-            self._move(node, self.free_whole[node] - whole_taken)
+            if whole_taken:
+                # As _move, inline on this hot path (the node is up).
+                self.free_whole[node] -= whole_taken
+                self._push(node)
             if milli != WHOLE:
                 self._refresh_partial(node)
         if self._undo is not None:
@@ -288,8 +294,9 @@ class ClusterState:
         if split is not None:
             self._release_split(placement, milli, split)
             return
+        free_milli, up = self.free_milli, self.node_up
         for node, gpu_ids in placement:
-            fm = self.free_milli[node]
+            fm = free_milli[node]
             for g in gpu_ids:
                 if fm[g] + milli > WHOLE:
                     raise OverCommitError(f"GPU {g} of {self.node_names[node]} released twice")
@@ -299,11 +306,11 @@ class ClusterState:
         total = total or 1
         extras = cpus > 0 or memory_mib > 0
         for node, gpu_ids in placement:
-            fm = self.free_milli[node]
+            fm = free_milli[node]
             whole_back = 0
             for g in gpu_ids:
-                fm[g] += milli
-                if fm[g] == WHOLE:
+                free = fm[g] = fm[g] + milli
+                if free == WHOLE:
                     whole_back += 1
             if extras:
                 share = (len(gpu_ids) or total) / total
@@ -312,7 +319,10 @@ class ClusterState:
                     self.mem_cap[node], self.free_mem[node] + memory_mib * share
                 )
             self.pool_used_milli[self.node_pool[node]] -= milli * len(gpu_ids)
-            self._move(node, self.free_whole[node] + whole_back)
+            if whole_back:
+                self.free_whole[node] += whole_back
+                if up[node]:
+                    self._push(node)
             if milli != WHOLE:
                 self._refresh_partial(node)
 

@@ -47,12 +47,12 @@ class Placer(ABC):
 
 def whole_gpus(state: ClusterState, node: int, k: int) -> tuple[int, ...]:
     """The first ``k`` wholly free GPU indices of ``node`` (caller checked there are k)."""
+    free = state.free_milli[node]
     out: list[int] = []
-    for g, free in enumerate(state.free_milli[node]):
-        if free == WHOLE:
-            out.append(g)
-            if len(out) == k:
-                break
+    g = -1
+    for _ in range(k):
+        g = free.index(WHOLE, g + 1)
+        out.append(g)
     return tuple(out)
 
 
