@@ -600,10 +600,10 @@ class Simulator:
         decisions = self.admission.run(now)
         if not decisions:
             return
-        if len(decisions) == 1 and not decisions[0].evicted:
-            self._hand_over((decisions[0].job,), now)
-        elif any(decision.evicted for decision in decisions):
-            self._evict(decisions, now)
+        for decision in decisions:
+            if decision.evicted:
+                self._evict(decisions, now)
+                break
         else:
             self._hand_over([decision.job for decision in decisions], now)
         if self._multi:

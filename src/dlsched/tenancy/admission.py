@@ -83,12 +83,12 @@ class Workload:
     shape: Any = None
     options: FlavorOptions | None = None
     fast: _Fast | None = None
+    level: dict[Workload, None] | None = None
     assignment: dict[int, float] | None = None
     flavors: tuple[str, ...] = ()
     admitted_at: float = float("nan")
     borrows: bool = False
     needs: list[tuple[_Group, list[tuple[str, float]]]] | None = None
-    level: dict[Workload, None] | None = None
 
     def shape_key(self) -> Any:
         """``shape``, derived from the requests and GPU type when not given."""

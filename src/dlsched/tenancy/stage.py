@@ -185,6 +185,7 @@ class AdmissionStage:
         if kind.reason is not None:
             return kind.reason
         self._seq += 1
+        # By position: a keyword argument costs a third of the construction.
         wl = Workload(
             job,
             cq,
@@ -196,7 +197,7 @@ class AdmissionStage:
             kind.shape,
             kind.options,
             kind.fast,
-            level=level,
+            level,
         )
         self._workloads[job] = wl
         self.admission.submit(wl)
