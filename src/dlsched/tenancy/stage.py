@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from math import nan as NAN
 from typing import Any, NamedTuple
 
@@ -35,9 +36,11 @@ class Decision(NamedTuple):
     evicted: tuple[tuple[Any, str], ...]
 
 
-class _Kind(NamedTuple):
+@dataclass(frozen=True, slots=True, eq=False)
+class _Kind:
     """What the workloads of one demand in one ClusterQueue share: why they can never be
-    admitted (else None), their requests, shape number, flavor options and fast path."""
+    admitted (else None), their requests, shape number, flavor options and fast path (slotted:
+    read on every arrival)."""
 
     demand: Any
     reason: str | None
