@@ -6,7 +6,9 @@ Prints both times and their ratio (the issue's bar: at most 2x).
     python bench/tenants_scale.py [--jobs 1000000] [--queues 1000] [--load 0.8] [--repeat 1]
 
 With ``--repeat N`` it runs N pairs, alternating which of the two goes first, and prints the
-median ratio and the range (walls on a shared machine vary by 10-20% from run to run).
+median ratio and the range (walls on a shared machine vary by 10-20% from run to run). Before
+each pair it prints the interpreter's speed at that moment (best of five ``sum(range(10**6))``,
+as ``python -m timeit`` measures it), so that a reader can tell a slow machine from slow code.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import statistics
 import tempfile
 import time
+import timeit
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +98,11 @@ def trace(jobs: int, queues: int, gpus: int, load: float, seed: int = 0) -> Trac
     )
 
 
+def _probe_ms() -> float:
+    """Milliseconds of ``sum(range(10**6))``, best of five runs of ten."""
+    return min(timeit.repeat("sum(range(10**6))", number=10, repeat=5)) / 10 * 1000
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1_000_000)
@@ -119,6 +127,7 @@ def main() -> None:
             ("fifo + queues", SimConfig(use_partitions=False, queues=str(path))),
         ]
         for pair in range(args.repeat):
+            print(f"interpreter speed now: sum(range(10**6)) in {_probe_ms():.1f} ms")
             runs = {}
             for name, cfg in configs if pair % 2 == 0 else configs[::-1]:
                 started = time.perf_counter()
