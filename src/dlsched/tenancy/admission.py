@@ -185,6 +185,13 @@ class _Fast:
             return self.borrowing
         return self.own
 
+    def assign(self) -> _Assignment:
+        """Its assignment now: :meth:`fitting` when its root has ``amount`` free, else
+        ``otherwise``."""
+        if self.amount <= self.capacity - self.usages[-1][self.fr] + EPS:
+            return self.fitting()
+        return self.otherwise
+
 
 def _recent_first(w: Workload) -> tuple[int, float, int]:
     """Classic preemption's order among workloads of one kind (same queue, or other queues):
@@ -632,11 +639,11 @@ class Admission:
                 (heap,) = buckets.values()
                 wl = heap[0][3]
                 fast = wl.fast
-                if fast is not None and (
-                    fast.amount <= fast.capacity - fast.usages[-1][fast.fr] + EPS
-                ):
-                    candidates.append((wl, fast.fitting(), ()))
-                    continue
+                if fast is not None:
+                    assignment = fast.assign()
+                    if assignment.mode == FIT:
+                        candidates.append((wl, assignment, ()))
+                        continue
             found = self._candidate(cq)
             if found is not None:
                 candidates.append(found)
@@ -1109,9 +1116,7 @@ class Admission:
         cq = wl.cq
         fast = wl.fast
         if fast is not None:
-            if fast.amount <= fast.capacity - fast.usages[-1][fast.fr] + EPS:
-                return fast.fitting()
-            return fast.otherwise
+            return fast.assign()
         nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
         preempts = self._preempts[cq]
         request: dict[int, float] = {}
