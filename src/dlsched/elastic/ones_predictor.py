@@ -97,7 +97,7 @@ class BetaProgressPredictor:
         found = self._cache.get(key)
         if found is None:
             x = np.asarray([features(job, k)])
-            found = float(np.exp(np.clip(self._model.predict(x)[0], -20.0, 20.0)))
+            found = math.exp(min(max(float(self._model.predict(x)[0]), -20.0), 20.0))
             self._cache[key] = found
         return found
 

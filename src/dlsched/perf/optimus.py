@@ -4,7 +4,7 @@
   ``β ≥ 0``. :func:`fit_loss_curve` fits it: for a fixed ``β2`` the model is linear in
   ``(β0, β1)`` after ``1/(l − β2)``, so ``β2`` is searched on a grid below the smallest loss
   (non-negative least squares for ``β0, β1`` at each), and the best triple is refined by
-  bounded least squares on the loss residuals. Deterministic.
+  bounded least squares on the loss residuals.
 - Speed of a parameter-server (PS) job with ``p`` servers and ``w`` workers at global batch
   ``M``: ``f(p, w) = (θ0·M/w + θ1 + θ2·w/p + θ3·w + θ4·p)^(-1)`` steps per second (forward and
   backward work split over workers, a fixed cost, the servers' share of the gradient traffic,
@@ -15,6 +15,9 @@ The bundled profiles are all-reduce measurements, so they hold no PS data: speed
 :func:`fit_ps_speed` come from a PS system or, in tests, from a known ``θ``.
 :func:`loss_from_metric` turns a validation metric into a decreasing loss-like curve (our
 reading of the metrics: accuracy-like ones are subtracted from their ceiling).
+
+Both fits and the speed model are computed by :mod:`dlsched.numerics`, so a fit and every
+decision made from it are the same bits on every CPU.
 """
 
 from __future__ import annotations
@@ -24,13 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-import numpy as np
-import numpy.typing as npt
-from scipy.optimize import least_squares, nnls
-
-FloatArray = npt.NDArray[np.float64]
+from dlsched.numerics.curve_fit import fit_bounded
+from dlsched.numerics.lstsq import nnls
 
 _BETA2_GRID = 64
+"""β2 is searched at ``min(loss)·(1 − 10^(−4·i/63))``, i = 0 … 63."""
 
 METRIC_CEILING: Mapping[str, float | None] = MappingProxyType(
     {
@@ -77,33 +78,37 @@ class LossCurve:
 def fit_loss_curve(steps: Sequence[float], losses: Sequence[float]) -> LossCurve:
     """Fit :class:`LossCurve` to (step, loss) points (module docstring).
 
-    Needs at least three points with positive losses; raises ValueError otherwise.
+    Needs at least three points with finite positive losses; raises ValueError otherwise.
     """
-    k = np.asarray(steps, dtype=float)
-    loss = np.asarray(losses, dtype=float)
-    if k.shape != loss.shape or k.size < 3:
+    k = [float(v) for v in steps]
+    loss = [float(v) for v in losses]
+    if len(k) != len(loss) or len(k) < 3:
         raise ValueError("need at least three (step, loss) pairs of equal length")
-    if not np.all(np.isfinite(loss)) or np.min(loss) <= 0:
-        raise ValueError("losses must be finite and positive")
-    floor = float(np.min(loss))
+    if not all(math.isfinite(v) and v > 0 for v in loss) or not all(math.isfinite(v) for v in k):
+        raise ValueError("losses must be finite and positive, steps finite")
+    floor = min(loss)
+    ones = [1.0] * len(k)
     best = (math.inf, 0.0, 0.0, 0.0)
-    for beta2 in floor * (1.0 - np.geomspace(1.0, 1e-4, _BETA2_GRID)):
-        # l − β2 > 0 for every point, since β2 < min(loss).
-        inverse = 1.0 / (loss - beta2)
-        design = np.column_stack([k, np.ones_like(k)]) / inverse[:, None]
-        (b0, b1), _ = nnls(design, np.ones_like(k))
-        pred = _loss(np.array([b0, b1, beta2]), k)
-        sse = float(np.sum((pred - loss) ** 2))
+    for i in range(_BETA2_GRID):
+        beta2 = floor * (1.0 - math.pow(10.0, -4.0 * i / (_BETA2_GRID - 1)))
+        # l − β2 > 0 for every point, since β2 < min(loss); 1/(l − β2) = β0·k + β1.
+        gap = [v - beta2 for v in loss]
+        b0, b1 = nnls([[ki * g for ki, g in zip(k, gap, strict=True)], gap], ones)
+        sse = math.fsum([(p - v) ** 2 for p, v in zip(_loss(b0, b1, beta2, k), loss, strict=True)])
         if sse < best[0]:
-            best = (sse, float(b0), float(b1), float(beta2))
+            best = (sse, b0, b1, beta2)
 
-    def residuals(x: FloatArray) -> FloatArray:
-        return np.asarray(_loss(x, k) - loss, dtype=float)
+    def residuals(x: tuple[float, ...]) -> tuple[list[float], list[list[float]]]:
+        b0, b1, b2 = x
+        inverse = [1.0 / max(b0 * ki + b1, 1e-300) for ki in k]
+        square = [v * v for v in inverse]
+        r = [v + b2 - target for v, target in zip(inverse, loss, strict=True)]
+        return r, [[-ki * q for ki, q in zip(k, square, strict=True)], [-q for q in square], ones]
 
-    x0 = np.array([max(best[1], 1e-12), max(best[2], 1e-12), best[3]])
-    result = least_squares(residuals, x0, bounds=(0.0, np.inf), method="trf", x_scale="jac")
-    x = result.x if 2 * result.cost <= best[0] else x0
-    return LossCurve(float(x[0]), float(x[1]), float(x[2]))
+    x0 = (max(best[1], 1e-12), max(best[2], 1e-12), best[3])
+    fit = fit_bounded(residuals, x0, (0.0, 0.0, 0.0), (math.inf, math.inf, math.inf))
+    x = fit.x if 2 * fit.cost <= best[0] else x0
+    return LossCurve(*x)
 
 
 def loss_from_metric(app: str, metric: Sequence[float]) -> tuple[float, ...]:
@@ -137,7 +142,9 @@ class PsSpeedModel:
         """``1/f``: seconds per step with ``servers`` PS and ``workers`` workers."""
         if servers < 1 or workers < 1:
             raise ValueError(f"need at least one server and worker, got {servers}, {workers}")
-        return float(_features(self.global_bsz, [servers], [workers])[0] @ _theta(self.params))
+        p = self.params
+        f0, f1, f2, f3, f4 = _features(self.global_bsz, servers, workers)
+        return p.theta0 * f0 + p.theta1 * f1 + p.theta2 * f2 + p.theta3 * f3 + p.theta4 * f4
 
     def __call__(self, servers: int, workers: int) -> float:
         """``f(p, w)`` in steps per second."""
@@ -149,26 +156,20 @@ def fit_ps_speed(samples: Sequence[tuple[int, int, float]], global_bsz: float) -
     step-time error. Needs at least one sample with positive speed per θ (five)."""
     if len(samples) < 5:
         raise ValueError(f"need at least 5 (servers, workers, speed) samples, got {len(samples)}")
-    p = [s[0] for s in samples]
-    w = [s[1] for s in samples]
-    speed = np.array([s[2] for s in samples], dtype=float)
-    if np.any(speed <= 0):
+    if any(s[2] <= 0 for s in samples):
         raise ValueError("speeds must be positive")
-    times = 1.0 / speed
-    design = _features(global_bsz, p, w) / times[:, None]
-    theta, _ = nnls(design, np.ones(len(samples)))
-    return PsSpeedModel(PsSpeedParams(*(float(t) for t in theta)), global_bsz)
+    # Relative error: each row of the design is divided by its measured step time.
+    rows = [
+        [f / (1.0 / speed) for f in _features(global_bsz, servers, workers)]
+        for servers, workers, speed in samples
+    ]
+    theta = nnls([list(column) for column in zip(*rows, strict=True)], [1.0] * len(samples))
+    return PsSpeedModel(PsSpeedParams(*theta), global_bsz)
 
 
-def _features(global_bsz: float, servers: Sequence[int], workers: Sequence[int]) -> FloatArray:
-    p = np.asarray(servers, dtype=float)
-    w = np.asarray(workers, dtype=float)
-    return np.column_stack([global_bsz / w, np.ones_like(w), w / p, w, p])
+def _features(global_bsz: float, servers: int, workers: int) -> tuple[float, ...]:
+    return (global_bsz / workers, 1.0, workers / servers, float(workers), float(servers))
 
 
-def _theta(params: PsSpeedParams) -> FloatArray:
-    return np.array([params.theta0, params.theta1, params.theta2, params.theta3, params.theta4])
-
-
-def _loss(x: FloatArray, k: FloatArray) -> FloatArray:
-    return np.asarray(1.0 / np.maximum(x[0] * k + x[1], 1e-300) + x[2])
+def _loss(b0: float, b1: float, b2: float, k: Sequence[float]) -> list[float]:
+    return [1.0 / max(b0 * ki + b1, 1e-300) + b2 for ki in k]

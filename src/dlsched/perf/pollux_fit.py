@@ -9,13 +9,17 @@ Model, for ``R`` replicas on ``N`` nodes with local batch ``b`` and ``s`` accumu
   sync add up; large γ: they overlap and the slower one dominates);
 - global batch ``M = R·b·(s + 1)``; throughput ``M / T`` examples per second.
 
-Fitting (:func:`fit_pollux`): bounded least squares (``scipy.optimize.least_squares``, trust
-region reflective) of the residuals ``log T_model − log T_measured`` over all step samples, so
-every row weighs by its relative error whatever its scale (ncf steps take milliseconds, bert
-steps a second). All parameters are ≥ 0 and γ ∈ [1, 10]; the fit starts from a linear
-regression of single-replica step time on ``b`` at several γ and keeps the best, so it is
-deterministic. With no cross-node measurement, the cross-node pair is set to the fitted
-within-node pair (an optimistic guess rather than an arbitrary value).
+Fitting (:func:`fit_pollux`): bounded least squares of the residuals
+``log T_model − log T_measured`` over all step samples, so every row weighs by its relative
+error whatever its scale (ncf steps take milliseconds, bert steps a second). Samples of one
+configuration (nodes, replicas, local batch) share a model time, so they enter as one residual
+against the mean of their logs, weighted by their number (the same minimum, a fraction of the
+work). All parameters are ≥ 0 and γ ∈ [1, 10]; the fit starts from a linear regression of
+single-replica step time on ``b`` at several γ and keeps the best. It is computed by
+:mod:`dlsched.numerics` (Levenberg–Marquardt with an analytic Jacobian), so the parameters,
+and every step time extrapolated from them, are the same bits on every CPU. With no cross-node
+measurement, the cross-node pair is set to the fitted within-node pair (an optimistic guess
+rather than an arbitrary value).
 
 Held-out error (:func:`fit_profile`): the distinct measured configurations (placement, or nodes
 and replicas) are sorted and every ``every``-th one (index ``every − 1``, ``2·every − 1``, ...)
@@ -31,8 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import least_squares
 
+from dlsched.numerics import elementwise
+from dlsched.numerics.curve_fit import fit_bounded
+from dlsched.numerics.lstsq import lstsq
 from dlsched.perf.profiles import AppProfile, StepSample, load_profile
 
 EPSILON = 1e-8
@@ -143,28 +149,23 @@ def fit_pollux(samples: Sequence[StepSample]) -> PolluxParams:
     if not samples:
         raise ValueError("cannot fit the Pollux model to no samples")
     nodes, replicas, bsz, times = _columns(samples)
-    log_times = np.log(times)
     alpha_c, beta_c = _compute_start(replicas, bsz, times)
     t_c = alpha_c + beta_c * bsz
     alpha_r = _sync_start(times, t_c, (nodes <= 1) & (replicas > 1))
     alpha_n = _sync_start(times, t_c, nodes > 1, default=alpha_r)
-    lower = np.array([0.0] * 6 + [GAMMA_BOUNDS[0]])
-    upper = np.array([np.inf] * 6 + [GAMMA_BOUNDS[1]])
-
-    def residuals(x: FloatArray) -> FloatArray:
-        pred = _predict(x, nodes, replicas, bsz)
-        return np.log(np.maximum(pred, 1e-12)) - log_times
-
-    best: FloatArray | None = None
+    residuals = _LogResiduals(samples)
+    lower = (0.0,) * 6 + (GAMMA_BOUNDS[0],)
+    upper = (math.inf,) * 6 + (GAMMA_BOUNDS[1],)
+    best: tuple[float, ...] | None = None
     best_cost = math.inf
     for gamma in _GAMMA_STARTS:
-        x0 = np.array([alpha_c, beta_c, alpha_r, 0.01 * alpha_r, alpha_n, 0.01 * alpha_n, gamma])
-        x0 = np.clip(x0, lower + 1e-12, upper)
-        result = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", method="trf")
-        if result.cost < best_cost:
-            best, best_cost = result.x, float(result.cost)
+        guess = (alpha_c, beta_c, alpha_r, 0.01 * alpha_r, alpha_n, 0.01 * alpha_n, gamma)
+        x0 = [min(max(v, lo + 1e-12), hi) for v, lo, hi in zip(guess, lower, upper, strict=True)]
+        fit = fit_bounded(residuals, x0, lower, upper)
+        if fit.cost < best_cost:
+            best, best_cost = fit.x, fit.cost
     assert best is not None
-    params = PolluxParams(*(float(v) for v in best))
+    params = PolluxParams(*best)
     if not np.any(nodes > 1):
         params = PolluxParams(
             params.alpha_c,
@@ -176,6 +177,59 @@ def fit_pollux(samples: Sequence[StepSample]) -> PolluxParams:
             params.gamma,
         )
     return params
+
+
+class _LogResiduals:
+    """``x ↦ (√n·(log T_model − mean log T_measured), Jacobian)`` per configuration."""
+
+    def __init__(self, samples: Sequence[StepSample]) -> None:
+        logs: dict[tuple[int, int, float], list[float]] = {}
+        for s in samples:
+            logs.setdefault((s.nodes, s.replicas, s.local_bsz), []).append(math.log(s.step_time))
+        keys = sorted(logs)
+        self.bsz = np.array([k[2] for k in keys], dtype=float)
+        self.extra = np.array([max(k[1] - 2.0, EPSILON) for k in keys])
+        self.synced = np.array([k[1] > 1 for k in keys])
+        self.across = np.array([k[0] > 1 and k[1] > 1 for k in keys])
+        self.within = self.synced & ~self.across
+        self.weight = np.sqrt(np.array([float(len(logs[k])) for k in keys]))
+        self.target = np.array([math.fsum(logs[k]) / len(logs[k]) for k in keys])
+
+    def __call__(self, x: tuple[float, ...]) -> tuple[FloatArray, list[FloatArray]]:
+        alpha_c, beta_c, alpha_r, beta_r, alpha_n, beta_n, gamma = x
+        t_c = alpha_c + beta_c * self.bsz
+        t_n = np.where(self.across, alpha_n + beta_n * self.extra, alpha_r + beta_r * self.extra)
+        t_n = np.where(self.synced, t_n, 0.0)
+        c_g = elementwise.power(t_c, gamma)
+        n_g = elementwise.power(t_n, gamma)
+        total = c_g + n_g
+        floor = 1e-12**gamma
+        clamped = total <= floor
+        log_total = elementwise.log(np.maximum(total, floor))
+        log_model = log_total / gamma
+        w = self.weight
+        residual = w * (log_model - self.target)
+        # ∂ log T / ∂ t = t^(γ−1) / S; ∂ log T / ∂γ = −log S / γ² + Σ t^γ log t / (γ·S).
+        live = np.where(clamped, 0.0, w / np.maximum(total, floor))
+        d_c = live * elementwise.power(t_c, gamma - 1.0)
+        d_n = live * np.where(self.synced, elementwise.power(t_n, gamma - 1.0), 0.0)
+        log_c = elementwise.log(np.maximum(t_c, 1e-300))
+        log_n = elementwise.log(np.maximum(t_n, 1e-300))
+        weighted_logs = np.where(t_c > 0, c_g * log_c, 0.0) + np.where(t_n > 0, n_g * log_n, 0.0)
+        d_gamma = np.where(
+            clamped, 0.0, w * (-log_total / (gamma * gamma)) + live * weighted_logs / gamma
+        )
+        zero = np.zeros_like(t_c)
+        jacobian = [
+            d_c,
+            d_c * self.bsz,
+            np.where(self.within, d_n, zero),
+            np.where(self.within, d_n * self.extra, zero),
+            np.where(self.across, d_n, zero),
+            np.where(self.across, d_n * self.extra, zero),
+            d_gamma,
+        ]
+        return residual, jacobian
 
 
 def split_holdout(
@@ -241,14 +295,18 @@ def _predict(x: FloatArray, nodes: FloatArray, replicas: FloatArray, bsz: FloatA
     extra = np.maximum(replicas - 2.0, EPSILON)
     t_n = np.where(nodes > 1, alpha_n + beta_n * extra, alpha_r + beta_r * extra)
     t_n = np.where(replicas > 1, t_n, 0.0)
-    return np.asarray((t_c**gamma + t_n**gamma) ** (1.0 / gamma))
+    total = elementwise.power(t_c, gamma) + elementwise.power(t_n, gamma)
+    return elementwise.power(total, 1.0 / gamma)
 
 
 def _compute_start(replicas: FloatArray, bsz: FloatArray, times: FloatArray) -> tuple[float, float]:
     # Single-replica rows have no synchronization, so step time is compute time there.
     single = replicas <= 1
     x, y = (bsz[single], times[single]) if np.count_nonzero(single) >= 2 else (bsz, times)
-    slope, intercept = np.polyfit(x, y, 1) if np.ptp(x) > 0 else (0.0, float(np.mean(y)))
+    if np.ptp(x) > 0:
+        slope, intercept = lstsq([x.tolist(), [1.0] * len(x)], y.tolist()).x
+    else:
+        slope, intercept = 0.0, float(np.mean(y))
     return max(float(intercept), 1e-6), max(float(slope), 1e-9)
 
 

@@ -5,7 +5,8 @@ requests over K cached tokens takes ``d0 + d1·B + d2·K``. An iteration holding
 larger fixed cost once (the weights stream through the GPUs once per iteration) plus every
 marginal term. Coefficients are fitted by non-negative least squares on relative error, so a
 100 ms point weighs as much as a 10 s one and no term can make time fall as work grows. The
-third term (attention pairs, context tokens) is fitted only when the points identify it.
+third term (attention pairs, context tokens) is fitted only when the points identify it. The
+fit is computed by :mod:`dlsched.numerics`, so it is the same bits on every CPU.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.optimize import nnls
-
+from dlsched.numerics.lstsq import lstsq, nnls, norm
 from dlsched.serving.perf.measured import PerfPoint
 from dlsched.serving.perf.model import chunk_pairs
 
@@ -57,25 +56,23 @@ def fit_linear(points: Sequence[PerfPoint]) -> LinearIterationModel:
     """Fit both phases to ``points`` (one deployment); ValueError for fewer than three."""
     if len(points) < 3:
         raise ValueError(f"fitting needs at least 3 measured points, got {len(points)}")
-    prefill_x = np.array(
-        [[1.0, p.batch * p.prompt, p.batch * chunk_pairs(p.prompt, 0)] for p in points]
-    )
-    decode_x = np.array([[1.0, p.batch, p.decode_context] for p in points])
-    prefill = _relative_nnls(prefill_x, np.array([p.prefill_s for p in points]))
-    decode = _relative_nnls(decode_x, np.array([p.decode_s for p in points]))
+    prefill_x = [[1.0, p.batch * p.prompt, p.batch * chunk_pairs(p.prompt, 0)] for p in points]
+    decode_x = [[1.0, float(p.batch), p.decode_context] for p in points]
+    prefill = _relative_nnls(prefill_x, [p.prefill_s for p in points])
+    decode = _relative_nnls(decode_x, [p.decode_s for p in points])
     return LinearIterationModel(*prefill, *decode)
 
 
-def _relative_nnls(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+def _relative_nnls(x: Sequence[Sequence[float]], y: Sequence[float]) -> tuple[float, float, float]:
+    weighted = [[v / t for v in row] for row, t in zip(x, y, strict=True)]
+    columns = [list(c) for c in zip(*weighted, strict=True)]
     # Columns are scaled to unit norm first: token and pair counts differ by 10^7.
-    weighted = x / y[:, None]
-    scale = np.linalg.norm(weighted, axis=0)
-    scale[scale == 0] = 1.0
-    scaled = weighted / scale
+    scale = [norm(c) or 1.0 for c in columns]
+    scaled = [[v / s for v in c] for c, s in zip(columns, scale, strict=True)]
+    ones = [1.0] * len(y)
     # Points of one prompt length cannot tell attention pairs from tokens (the columns are
     # proportional): the quadratic term is then left out rather than set arbitrarily.
-    used = 3 if np.linalg.matrix_rank(scaled, tol=1e-9) == 3 else 2
-    solution, _ = nnls(scaled[:, :used], np.ones(len(y)))
-    coefficients = np.zeros(3)
-    coefficients[:used] = solution / scale[:used]
-    return float(coefficients[0]), float(coefficients[1]), float(coefficients[2])
+    used = 3 if len(lstsq(scaled, ones, rtol=1e-9).independent) == 3 else 2
+    solution = nnls(scaled[:used], ones)
+    coefficients = [v / s for v, s in zip(solution, scale, strict=False)] + [0.0] * (3 - used)
+    return coefficients[0], coefficients[1], coefficients[2]
