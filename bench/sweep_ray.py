@@ -41,12 +41,12 @@ def main() -> None:
     reason = have_ray_and_namespaces()
     if reason is not None:
         sys.exit(f"cannot start a Ray cluster here: {reason}")
-    grid = Grid(
-        traces=(args.trace,),
-        clusters=(args.cluster,),
-        policies=tuple(args.policies.split(",")),
-        placements=("random",),
-        seeds=tuple(int(s) for s in args.seeds.split(",")),
+    grid = Grid.of(
+        trace=args.trace,
+        cluster=args.cluster,
+        policy=tuple(args.policies.split(",")),
+        placement="random",
+        seed=tuple(int(s) for s in args.seeds.split(",")),
     )
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)

@@ -127,20 +127,21 @@ def _as_seconds(text: str | None) -> float | None:
 
 
 def _window(trace: Trace, start: str | None, end: str | None) -> Trace:
-    """Seconds when both bounds are numbers (or absent), else wall-clock dates."""
+    """Seconds when both bounds are numbers (or absent), else wall-clock dates (then a number
+    is refused as not a date); a bound left out is open."""
     s, e = _as_seconds(start), _as_seconds(end)
     if (start is None or s is not None) and (end is None or e is not None):
         low, high = -math.inf if s is None else s, math.inf if e is None else e
-    elif start is None or end is None:
-        raise ValueError("a window by dates needs both --start and --end")
     elif trace.origin_unix is None:
+        asked = " ".join(f"{f} {v}" for f, v in (("--start", start), ("--end", end)) if v)
         raise ValueError(
-            f"--start {start} --end {end}: {trace.source} has no wall-clock times (its format "
-            "gives only seconds from its start); give the window in seconds"
+            f"{asked}: {trace.source} has no wall-clock times (its format gives only seconds "
+            "from its start); give the window in seconds"
         )
     else:
-        low = parse_date_or_time(start) - trace.origin_unix
-        high = parse_date_or_time(end) - trace.origin_unix
+        # A bound left out is open: from the trace's first job, or to its last.
+        low = -math.inf if start is None else parse_date_or_time(start) - trace.origin_unix
+        high = math.inf if end is None else parse_date_or_time(end) - trace.origin_unix
     if high < low:
         raise ValueError(f"--end {end} is before --start {start}")
     return transforms.time_window(trace, low, high)
@@ -196,7 +197,21 @@ class Experiment:
 def read_selected(exp: Experiment) -> tuple[Trace, ReadResult]:
     """The experiment's trace after selection, and the raw read result (rows read, rejected)."""
     result = read_trace(exp.trace, exp.trace_format, skip_bad_rows=exp.skip_bad_rows)
+    check_has_jobs(exp.trace, result)
     return exp.selection.apply(result.trace, exp.sim.seed), result
+
+
+def check_has_jobs(path: str, result: ReadResult) -> None:
+    """ValueError when a read trace holds no job: a header only, or every row rejected (a run
+    of nothing is never a result)."""
+    if len(result.trace):
+        return
+    if not result.rows_read:
+        raise ValueError(f"{path}: no job rows (the file holds a header only)")
+    raise ValueError(
+        f"{path}: every one of its {result.rows_read:,} rows was rejected as bad; first: "
+        f"{result.errors[0] if result.errors else '?'}"
+    )
 
 
 def load_trace(exp: Experiment) -> Trace:

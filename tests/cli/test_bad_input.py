@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from dlsched.cli.main import app
 from dlsched.cluster.builtin import list_builtin_clusters
 from dlsched.placement.registry import placers
-from dlsched.policy.registry import policies
+from dlsched.sim.groups import policy_catalog
 from dlsched.trace.bundled import bundled_trace_path
 
 HEADER = "job_id,submit_time,submit_s,duration_s,num_gpus,gpu_time_s,vc\n"
@@ -170,47 +170,33 @@ def test_error_text_is_printed_verbatim(tmp_path: Path, write: Callable[[str, st
     assert philly_line.endswith("[optional: gpu_time_s]")
 
 
-def test_empty_trace_gives_an_empty_valid_run(
-    tmp_path: Path, write: Callable[[str, str], Path], small_run: Path
-) -> None:
-    empty = write("empty.csv", HEADER)
-    validated = invoke("trace", "validate", empty)
-    assert validated.exit_code == 0 and "0 rows read, 0 accepted, 0 rejected" in validated.output
-    out = tmp_path / "runs" / "empty"
-    result = invoke("simulate", "--trace", empty, "--cluster", "philly-vcs", "--out", out)
-    assert result.exit_code == 0, result.output
-    assert {p.name for p in out.iterdir()} == RUN_FILES
-    s = summary_of(out)
-    assert (s["jobs"], s["jobs_in_trace"], s["jobs_set_aside"]) == (0, 0, 0)
-    assert s["avg_jct_s"] is None and s["makespan_s"] == 0
-    jobs = pyarrow.parquet.read_table(out / "jobs.parquet")
-    assert jobs.num_rows == 0 and "jct_s" in jobs.column_names
-    # An empty run compares: no numbers, no ratios.
-    compared = invoke("compare", out, small_run)
-    assert compared.exit_code == 0, compared.output
-    row = next(x for x in compared.output.splitlines() if "avg JCT (s)" in x)
-    assert row.split("│")[2].strip() == "-"
-    assert "x)" not in row
-
-
-def test_window_by_date_needs_both_ends(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
-    trace = write("small.csv", SMALL_TRACE)
-    result = invoke(
-        "simulate", "--trace", trace, "--cluster", "philly-vcs", "--start", "2017-10-01",
-        "--out", tmp_path / "r",
-    )  # fmt: skip
-    assert result.exit_code == 2
-    assert "needs both --start and --end" in result.stderr
-
-
 # ---- unknown names -----------------------------------------------------------------------
+
+POLICY_NAMES = {name for name, _, _ in policy_catalog()}
+
+
+def test_a_misspelt_name_is_reported_before_the_trace_is_read(tmp_path: Path) -> None:
+    # The trace does not exist: had it been read first, that would be the error.
+    for option, value in (("--policy", "tiresas"), ("--estimator", "lgmb")):
+        result = invoke("simulate", "--trace", tmp_path / "missing.csv", "--cluster", "32x8",
+                        option, value, "--out", tmp_path / "run")  # fmt: skip
+        assert result.exit_code == 2, result.output
+        assert f"{option}: unknown" in result.stderr and "did you mean" in result.stderr
 
 
 @pytest.mark.parametrize(
     ("option", "value", "expected"),
     [
-        ("--policy", "lifo", ("unknown policy 'lifo'", ", ".join(sorted(policies())))),
-        ("--placement", "packed", ("unknown placement 'packed'", ", ".join(sorted(placers())))),
+        (
+            "--policy",
+            "lifo",
+            ("unknown policy 'lifo'; did you mean 'fifo'?", ", ".join(sorted(POLICY_NAMES))),
+        ),
+        (
+            "--placement",
+            "packed",
+            ("unknown placement 'packed'; did you mean 'pack'?", ", ".join(sorted(placers()))),
+        ),
         (
             "--cluster",
             "phily-vcs",
@@ -448,3 +434,64 @@ def test_library_write_run_refuses_to_replace_a_directory_that_is_not_a_run(
     with pytest.raises(RunDirError, match=r"thesis\.tex"):
         write_run(precious, pyarrow.table({"a": [1]}), pyarrow.table({"b": [2]}), {}, {})
     assert (precious / "thesis.tex").read_text() == "years of work"
+
+
+# ---- small defects of the first hour (issue #31) ------------------------------------------
+
+
+def test_an_unknown_trace_format_is_a_mistake_in_the_command(tmp_path: Path) -> None:
+    trace = bundled_trace_path("philly_jobs_2000")
+    for argv in (
+        ["trace", "validate", trace, "--format", "bogus"],
+        ["trace", "convert", trace, "--format", "bogus", "--out", tmp_path / "x.parquet"],
+        ["simulate", "--trace", trace, "--cluster", "philly-vcs", "--format", "bogus",
+         "--out", tmp_path / "run"],
+    ):  # fmt: skip
+        result = invoke(*argv)
+        assert result.exit_code == 2, (argv, result.output)
+        assert "unknown trace format 'bogus'" in result.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_trace_convert_writes_only_a_parquet_name(tmp_path: Path) -> None:
+    trace = bundled_trace_path("philly_jobs_2000")
+    result = invoke("trace", "convert", trace, "--out", tmp_path / "x.csv")
+    assert result.exit_code == 2 and "name the output .parquet" in result.stderr
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_header_only_trace_fails_validation_and_is_not_simulated(tmp_path: Path) -> None:
+    header = bundled_trace_path("philly_jobs_2000").read_text().splitlines()[0]
+    empty = tmp_path / "empty.csv"
+    empty.write_text(header + "\n")
+    checked = invoke("trace", "validate", empty)
+    assert checked.exit_code == 1 and "FAILED: no job rows" in checked.output
+    ran = invoke("simulate", "--trace", empty, "--cluster", "philly-vcs", "--out", tmp_path / "r")
+    assert ran.exit_code == 2 and "no job rows (the file holds a header only)" in ran.stderr
+    converted = invoke("trace", "convert", empty, "--out", tmp_path / "e.parquet")
+    assert converted.exit_code == 2 and not (tmp_path / "e.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--mtbf", "0"), ("--mttr", "-5"), ("--mtbf", "nan")]
+)
+def test_fault_times_name_their_option(tmp_path: Path, option: str, value: str) -> None:
+    trace = bundled_trace_path("philly_jobs_2000")
+    extra = [] if option == "--mtbf" else ["--mtbf", "86400"]
+    result = invoke("simulate", "--trace", trace, "--cluster", "philly-vcs", option, value,
+                    *extra, "--out", tmp_path / "r")  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {option} must be a positive number")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_date_window_may_be_open_on_one_side(tmp_path: Path) -> None:
+    # The bundled Philly slice runs 2017-09-04 .. 2017-09-26.
+    trace = bundled_trace_path("philly_jobs_2000")
+    base = ["simulate", "--trace", trace, "--cluster", "philly-vcs", "--no-progress"]
+    late = invoke(*base, "--start", "2017-09-20", "--out", tmp_path / "late")
+    early = invoke(*base, "--end", "2017-09-20", "--out", tmp_path / "early")
+    assert late.exit_code == 0 and early.exit_code == 0, late.output + early.output
+    jobs = [json.loads((tmp_path / d / "summary.json").read_text())["jobs_in_trace"]
+            for d in ("late", "early")]  # fmt: skip
+    assert sum(jobs) == 2000 and min(jobs) > 0

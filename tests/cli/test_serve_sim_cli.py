@@ -216,3 +216,21 @@ def test_swap_preemption_is_recorded_and_refused_where_it_cannot_apply(tmp_path:
         refused = invoke("azure_code_3000", "--out", bad, *extra)
         assert refused.exit_code == 2 and message in refused.output, refused.output
         assert not bad.exists()
+
+
+def test_the_trace_is_the_argument_or_trace_or_requests(tmp_path: Path) -> None:
+    runs = {}
+    for how in (
+        ["azure_conv_5000"],
+        ["--trace", "azure_conv_5000"],
+        ["--requests", "azure_conv_5000"],
+    ):
+        out = tmp_path / how[0].strip("-")
+        result = invoke(*how, "--out", out)
+        assert result.exit_code == 0, result.output
+        runs[how[0]] = json.loads((out / "summary.json").read_text())["ttft_s"]
+    assert len({json.dumps(v, sort_keys=True) for v in runs.values()}) == 1
+    twice = invoke("azure_conv_5000", "--trace", "azure_code_3000", "--out", tmp_path / "x")
+    assert twice.exit_code == 2 and "give the trace once" in twice.output
+    none = invoke("--out", tmp_path / "y")
+    assert none.exit_code == 2 and "give a trace" in none.output

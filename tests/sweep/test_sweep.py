@@ -32,14 +32,14 @@ def small_trace(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def grid_of(trace: str, **kw: object) -> Grid:
     args: dict[str, object] = {
-        "traces": (trace,),
-        "clusters": ("8x8",),
-        "policies": ("fifo", "tiresias"),
-        "placements": ("random",),
-        "seeds": (0, 1),
+        "trace": (trace,),
+        "cluster": ("8x8",),
+        "policy": ("fifo", "tiresias"),
+        "placement": ("random",),
+        "seed": (0, 1),
     }
     args.update(kw)
-    return Grid(**args)  # type: ignore[arg-type]
+    return Grid.of(**args)
 
 
 def rows(out: Path) -> list[dict[str, str]]:
@@ -48,7 +48,7 @@ def rows(out: Path) -> list[dict[str, str]]:
 
 
 def test_cells_cover_the_grid_with_stable_unique_keys(small_trace: str) -> None:
-    grid = grid_of(small_trace, clusters=("8x8", "4x8"), placements=("random", "consolidate"))
+    grid = grid_of(small_trace, cluster=("8x8", "4x8"), placement=("random", "consolidate"))
     cells = grid.cells()
     assert len(cells) == 1 * 2 * 2 * 2 * 2
     assert len({c.key for c in cells}) == len(cells)
@@ -58,22 +58,27 @@ def test_cells_cover_the_grid_with_stable_unique_keys(small_trace: str) -> None:
 
 
 def test_grid_errors_name_the_field(tmp_path: Path, small_trace: str) -> None:
-    with pytest.raises(GridError, match="unknown policy 'fifoo'"):
-        grid_of(small_trace, policies=("fifoo",))
-    with pytest.raises(GridError, match="'seeds' lists a value twice"):
-        grid_of(small_trace, seeds=(1, 1))
+    with pytest.raises(GridError, match="unknown policy 'fifoo'; did you mean 'fifo'"):
+        grid_of(small_trace, policy=("fifoo",))
+    with pytest.raises(GridError, match="--seed lists a value twice"):
+        grid_of(small_trace, seed=(1, 1))
     with pytest.raises(GridError, match="policy 'qssf' needs a duration estimator"):
-        grid_of(small_trace, policies=("qssf",))
+        grid_of(small_trace, policy=("qssf",))
     bad = tmp_path / "grid.toml"
     bad.write_text(
-        '[grid]\ntraces = ["t.csv"]\nclusters = ["8x8"]\npolicies = ["fifo"]\nseed = [1]\n'
+        '[grid]\ntraces = ["t.csv"]\nclusters = ["8x8"]\npolicies = ["fifo"]\nsed = [1]\n'
     )
-    with pytest.raises(GridError, match=r"grid.toml: unknown \[grid\] field\(s\) \['seed'\]"):
+    with pytest.raises(GridError, match=r"grid.toml: unknown \[grid\] key 'sed'; known: "):
         load_grid(bad)
     bad.write_text(
         '[grid]\ntraces = ["t.csv"]\nclusters = ["8x8"]\npolicies = ["fifo"]\nseeds = ["a"]\n'
     )
-    with pytest.raises(GridError, match=r"seeds must be a list of integers"):
+    with pytest.raises(GridError, match=r"grid.toml: --seed expects whole numbers, got 'a'"):
+        load_grid(bad)
+    bad.write_text(
+        '[grid]\ntrace = "t.csv"\ncluster = "8x8"\npolicy = "fifo"\nseed = 1\nseeds = [2]\n'
+    )
+    with pytest.raises(GridError, match="gives 'seed' twice"):
         load_grid(bad)
 
 
@@ -86,8 +91,8 @@ def test_toml_grid_resolves_paths_next_to_the_file(tmp_path: Path, small_trace: 
         "seeds = [0, 1, 2]\n[grid.selection]\ngpu_only = true\n"
     )
     grid = load_grid(spec)
-    assert grid.traces == (str(local.resolve()),)
-    assert grid.selection.gpu_only and len(grid.cells()) == 6
+    assert grid.values("trace") == (str(local.resolve()),)
+    assert grid.shared["gpu_only"] and len(grid.cells()) == 6
 
 
 def test_jain_index_and_confidence_interval_by_hand() -> None:
@@ -127,7 +132,7 @@ def test_parallel_sweep_equals_serial_and_resumes(tmp_path: Path, small_trace: s
     assert resumed.ran == (victim.key,)
     assert rows(out) == results
 
-    wider = grid_of(small_trace, seeds=(0, 1, 2))
+    wider = grid_of(small_trace, seed=(0, 1, 2))
     extended = run_sweep(wider, out, workers=2)
     assert len(extended.ran) == 2 and len(rows(out)) == 6
 
@@ -137,13 +142,7 @@ def test_a_sweep_runs_elastic_policies_on_an_elastic_workload(tmp_path: Path) ->
     lines = bundled_trace_path("pollux_workload-6").read_text().splitlines()[:21]
     trace = tmp_path / "elastic.csv"
     trace.write_text("\n".join(lines) + "\n")
-    grid = Grid(
-        traces=(str(trace),),
-        clusters=("pollux",),
-        policies=("pollux", "tiresias"),
-        placements=("consolidate",),
-        seeds=(0,),
-    )
+    grid = Grid.of(trace=str(trace), cluster="pollux", policy=("pollux", "tiresias"))
     run_sweep(grid, tmp_path / "out", workers=1)
     results = rows(tmp_path / "out")
     assert {r["policy"] for r in results} == {"pollux", "tiresias"}

@@ -42,7 +42,7 @@ def test_sweep_with_queues_reports_tenant_fairness(tmp_path: Path) -> None:
         assert deviation == summary["tenant_fair_share_max_deviation"] and deviation >= 0
         config = json.loads((cell / "config.json").read_text())
         assert config["sim"]["queues"] == "philly-cohort"
-    assert json.loads((out / "grid.json").read_text())["queues"] == "philly-cohort"
+    assert json.loads((out / "grid.json").read_text())["axes"]["queues"] == ["philly-cohort"]
 
 
 def test_sweep_without_queues_leaves_tenant_columns_empty(tmp_path: Path) -> None:
@@ -84,12 +84,12 @@ def test_toml_grid_queues_resolve_next_to_the_file(tmp_path: Path) -> None:
         'queues = "q.yaml"\nqueue_map = "map.toml"\n'
     )
     grid = load_grid(path)
-    assert grid.queues == str(tmp_path / "q.yaml")
-    assert grid.queue_map == str(tmp_path / "map.toml")
+    assert grid.values("queues") == (str(tmp_path / "q.yaml"),)
+    assert grid.shared["queue_map"] == str(tmp_path / "map.toml")
     path.write_text(
         f'[grid]\ntraces = ["{TRACE}"]\nclusters = ["philly-vcs"]\npolicies = ["fifo"]\n'
         'queue_map = "map.toml"\n'
     )
-    with pytest.raises(GridError, match="'queue_map' maps jobs to the LocalQueues") as info:
+    with pytest.raises(GridError, match="--queue-map maps jobs to the LocalQueues") as info:
         load_grid(path)
     assert str(path) in str(info.value)

@@ -71,7 +71,7 @@ def test_cells_run_with_the_comm_model_and_the_csv_holds_their_figures(
     out = sweeps["tiers"]
     rows = {row["placement"]: row for row in rows_of(out)}
     assert set(rows) == {"consolidate", "topology"}
-    assert json.loads((out / "grid.json").read_text())["comm_model"] == "tiers"
+    assert json.loads((out / "grid.json").read_text())["shared"]["comm_model"] == "tiers"
     for placement, row in rows.items():
         summary, config = cell_files(out, placement)
         assert config["sim"]["comm_model"] == summary["comm_model"] == "tiers"
@@ -120,7 +120,7 @@ def test_placement_options_reach_every_cell(tmp_path: Path) -> None:
     assert int(row["fragmented_jobs"]) == summary["fragmented_jobs"]
     again = invoke(*BASE, "--placement", "topology", "--no-progress", "--out", out)
     assert again.exit_code == 2
-    assert "different placement_options ({'required': 'rack'}, now {})" in again.output
+    assert "different --placement-opt (['required=rack'], now None)" in again.output
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,8 @@ def test_grid_file_placement_options_and_comm_model(tmp_path: Path) -> None:
         '[grid.placement_options]\nrequired = "block"\n'
     )
     grid = load_grid(path)
-    assert grid.placement_options == {"required": "block"} and grid.comm_model == "tiers"
+    assert grid.shared["placement_opt"] == ("required=block",)
+    assert grid.shared["comm_model"] == "tiers"
     (cell,) = grid.cells()
     sim = grid.experiment(cell).sim
     assert (sim.placement_options, sim.comm_model) == ({"required": "block"}, "tiers")
@@ -184,7 +185,7 @@ def test_grid_file_placement_options_and_comm_model(tmp_path: Path) -> None:
         load_grid(path)
     assert str(path) in str(info.value)
     path.write_text(head + "placement_options = { required = 1 }\n")
-    with pytest.raises(GridError, match=r"\[grid\] placement_options must be a table of strings"):
+    with pytest.raises(GridError, match=r"--placement-opt expects a table of strings"):
         load_grid(path)
     path.write_text(head + 'comm_model = "fast"\n')
     with pytest.raises(GridError, match="--comm-model: expected one of tiers, got 'fast'"):

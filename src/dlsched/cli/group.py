@@ -63,9 +63,8 @@ COMMANDS: dict[str, Subcommand] = {
     "sweep": Subcommand(
         "dlsched.cli.sweep_cmd",
         "sweep",
-        "Run every cell of traces × clusters × policies × placements × seeds not already in "
-        "OUT, then write OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and "
-        "figures.",
+        "Run every combination of the axis options' values not already in OUT, then write "
+        "OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and figures.",
     ),
     "trace": Subcommand(
         "dlsched.cli.trace_cmd",

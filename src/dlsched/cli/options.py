@@ -26,7 +26,7 @@ TRACE_HELP = "Trace file (any supported format, or Parquet)."
 TraceOpt = Annotated[str | None, typer.Option("--trace", help=TRACE_HELP)]
 TraceArg = Annotated[
     str | None,
-    typer.Argument(help=f"{TRACE_HELP} The same as --trace.", show_default=False),
+    typer.Argument(help=f"{TRACE_HELP} The same as --trace.", show_default=False, metavar="TRACE"),
 ]
 
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
-from dlsched.cli.options import ForceOpt
+from dlsched.cli.options import ForceOpt, one_trace
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.metrics.rundir import RUN_DIR
 from dlsched.serving.arrivals import scale_rate
@@ -47,13 +47,23 @@ ONLY_FOR = {
 
 def serve_sim(
     requests: Annotated[
-        str,
+        str | None,
         typer.Argument(
             help="Request trace file (Azure LLM, BurstGPT, Mooncake .jsonl, dlsched request "
-            f"CSV) or a bundled one: {', '.join(BUNDLED_REQUESTS)}.",
+            f"CSV) or a bundled one: {', '.join(BUNDLED_REQUESTS)}. The same as --trace.",
             show_default=False,
+            metavar="TRACE",
         ),
-    ],
+    ] = None,
+    *,
+    trace_option: Annotated[
+        str | None,
+        typer.Option(
+            "--trace",
+            "--requests",
+            help="The request trace, as the argument (--requests: its name in dlsched sweep).",
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Run directory to write.")],
     format: Annotated[
         str | None, typer.Option("--format", help="Trace format (default: detected).")
@@ -166,6 +176,7 @@ def serve_sim(
     """Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching
     over paged KV memory) and write requests, replica timeline, config and summary to OUT."""
     with user_errors(BAD_ROWS_HINT):
+        requests = one_trace(requests, trace_option)
         RUN_DIR.check(out, force)
         given = {
             "--max-batch": max_batch,

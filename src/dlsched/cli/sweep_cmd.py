@@ -4,67 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from dlsched.cli.errors import user_errors
-from dlsched.cli.options import ProgressOpt, QueueMapOpt, parse_options, seeds, split_list
+from dlsched.cli.options import ProgressOpt, split_list
 from dlsched.cli.progress import job_progress
+from dlsched.cli.run_options import with_run_options
 from dlsched.extras import install_hint
+from dlsched.run_options import BY_NAME, flag, is_default
 from dlsched.sweep.grid import Grid, load_grid
 from dlsched.sweep.run import run_sweep
 
 ListOpt = list[str] | None
+SERVING_AXES = ("--scheduler", "--router", "--replicas")
+"""Options of a sweep of serving runs only (with --requests)."""
 
 
-def _axis(values: ListOpt, flag: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
-    found = split_list(values, flag) or default
-    if not found:
-        raise ValueError(f"give {flag} (repeated or comma-separated) or --grid FILE")
-    return found
-
-
-def _clusters(values: ListOpt) -> tuple[str, ...]:
-    # Not split at commas: a shorthand such as v100:16x4,k80:8x4 is one cluster.
-    if not values:
-        raise ValueError("give --cluster (repeated for several) or --grid FILE")
-    return tuple(values)
-
-
+@with_run_options(axes=True)
 def sweep(
+    values: dict[str, Any],
+    *,
     out: Annotated[Path, typer.Option(help="Sweep directory (an existing sweep is resumed).")],
     grid: Annotated[
-        Path | None, typer.Option(help="TOML grid file instead of the list options.")
-    ] = None,
-    trace: Annotated[
-        ListOpt, typer.Option(help="Trace files (repeated or comma-separated).")
-    ] = None,
-    cluster: Annotated[
-        ListOpt,
-        typer.Option(help="Clusters, one per --cluster (a shorthand holds commas itself)."),
-    ] = None,
-    policy: Annotated[ListOpt, typer.Option(help="Policies (repeated or comma-separated).")] = None,
-    placement: Annotated[
-        ListOpt, typer.Option(help="Placements (repeated or comma-separated; consolidate).")
-    ] = None,
-    placement_opt: Annotated[
-        ListOpt,
-        typer.Option(
-            help="Placement option KEY=VALUE for every cell (repeatable), as for simulate; "
-            "every --placement must take it (topology: required=LEVEL or preferred=LEVEL)."
-        ),
-    ] = None,
-    comm_model: Annotated[
-        str | None,
-        typer.Option(
-            help="tiers: in every cell, rigid jobs spread over nodes, racks or blocks run "
-            "slower (as for simulate); the table adds the topology figures."
-        ),
-    ] = None,
-    seed: Annotated[ListOpt, typer.Option(help="Seeds (repeated or comma-separated; 0).")] = None,
-    estimator: Annotated[
-        str | None, typer.Option(help="Duration estimator for policies that need one.")
+        Path | None,
+        typer.Option(help="TOML grid file (keys: the options' names) instead of the options."),
     ] = None,
     workers: Annotated[int | None, typer.Option(help="Processes (default: one per core).")] = None,
     ray_address: Annotated[
@@ -81,77 +46,39 @@ def sweep(
         ListOpt, typer.Option(help="With --requests: schedulers (continuous).")
     ] = None,
     router: Annotated[ListOpt, typer.Option(help="With --requests: routers (round-robin).")] = None,
-    load_scale: Annotated[
-        ListOpt, typer.Option(help="With --requests: arrival-rate multipliers (1).")
-    ] = None,
     replicas: Annotated[ListOpt, typer.Option(help="With --requests: replica counts (1).")] = None,
-    queues: Annotated[
-        str | None,
-        typer.Option(
-            help="Kueue manifests (YAML file, directory or bundled name) every cell admits "
-            "jobs through; the table adds tenant fairness."
-        ),
-    ] = None,
-    queue_map: QueueMapOpt = None,
     progress: ProgressOpt = True,
 ) -> None:
-    """Run every cell of traces × clusters × policies × placements × seeds not already in OUT,
-    then write OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and figures.
+    """Run every combination of the axis options' values not already in OUT, then write
+    OUT/results.csv, OUT/table.md (means with 95% CIs over seeds) and figures.
 
-    --placement-opt and --comm-model apply to every cell; an option some --placement does not
-    take is refused (exit 2, naming it) before OUT is created."""
+    The options are those of dlsched simulate. The axis options (trace, cluster, policy,
+    placement, seed, queues, load scale) take several values, repeated or comma-separated;
+    every other option holds for every cell. Several --queues compare queue configurations on
+    the same jobs (the what-if of quotas). An option some cell cannot honour is refused (exit
+    2, naming it) before OUT is created."""
+    given = {name: v for name, v in values.items() if not _unset(name, v)}
     if requests is not None:
-        serving = {"--scheduler": scheduler, "--router": router, "--load-scale": load_scale}
-        serving["--replicas"] = replicas
-        job_only = {
-            "--grid": grid,
-            "--trace": trace,
-            "--cluster": cluster,
-            "--policy": policy,
-            "--placement": placement,
-            "--estimator": estimator,
-            "--ray-address": ray_address,
-            "--queues": queues,
-            "--queue-map": queue_map,
-            "--placement-opt": placement_opt,
-            "--comm-model": comm_model,
-        }
-        _sweep_serving(out, requests, serving, seed, job_only, workers)
+        serving = {"--scheduler": scheduler, "--router": router, "--replicas": replicas}
+        _sweep_serving(out, requests, serving, given, workers, ray_address, grid)
         return
     with user_errors():
-        for flag, value in (("--scheduler", scheduler), ("--router", router)):
+        for flag_name, value in zip(SERVING_AXES, (scheduler, router, replicas), strict=True):
             if value:
-                raise ValueError(f"{flag} needs --requests (a sweep of serving runs)")
-        for flag, value in (("--load-scale", load_scale), ("--replicas", replicas)):
-            if value:
-                raise ValueError(f"{flag} needs --requests (a sweep of serving runs)")
-        if queue_map is not None and queues is None:
-            raise ValueError("--queue-map maps jobs to the LocalQueues of --queues; give --queues")
-        options = parse_options(placement_opt or [], "--placement-opt")
+                raise ValueError(f"{flag_name} needs --requests (a sweep of serving runs)")
         if grid is not None:
-            given: dict[str, object] = {"--trace": trace, "--cluster": cluster}
-            given |= {"--policy": policy, "--placement": placement, "--seed": seed}
-            given |= {"--estimator": estimator, "--queues": queues, "--queue-map": queue_map}
-            given |= {"--placement-opt": options, "--comm-model": comm_model}
-            if any(given.values()):
+            if given:
                 raise ValueError(
                     "--grid sets the axes and the options of every cell; drop "
-                    + ", ".join(flag for flag, value in given.items() if value)
+                    + ", ".join(flag(name) for name in given)
                 )
             spec = load_grid(grid)
         else:
-            spec = Grid(
-                traces=_axis(trace, "--trace"),
-                clusters=_clusters(cluster),
-                policies=_axis(policy, "--policy"),
-                placements=_axis(placement, "--placement", ("consolidate",)),
-                seeds=seeds(seed) or (0,),
-                estimator=estimator,
-                queues=None if queues is None else _absolute_if_path(queues),
-                queue_map=None if queue_map is None else str(Path(queue_map).resolve()),
-                placement_options=options,
-                comm_model=comm_model,
-            )
+            if "queues" in given:
+                given["queues"] = tuple(_absolute_if_path(q) for q in given["queues"])
+            if "queue_map" in given:
+                given["queue_map"] = str(Path(given["queue_map"]).resolve())
+            spec = Grid.of(**given)
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")
         with job_progress("sweep, cells done", progress) as bar:
@@ -165,34 +92,47 @@ def sweep(
     typer.echo(f"wrote {out}")
 
 
+def _unset(name: str, value: Any) -> bool:
+    return (
+        value is None
+        or (BY_NAME[name].kind in ("list", "pairs") and not value)
+        or (not BY_NAME[name].axis and is_default(name, value))
+    )
+
+
 def _sweep_serving(
     out: Path,
     requests: str,
     axes: dict[str, ListOpt],
-    seed: ListOpt,
-    job_only: Mapping[str, object],
+    given: Mapping[str, Any],
     workers: int | None,
+    ray_address: str | None,
+    grid: Path | None,
 ) -> None:
     from dlsched.sweep.serving import ServingGrid, run_serving_sweep
 
     with user_errors():
-        for flag, value in job_only.items():
-            if value:
-                raise ValueError(f"{flag} does not apply to a sweep of serving runs (--requests)")
+        job_only = [flag(name) for name in given if name not in ("seed", "load_scale")]
+        job_only += [name for name, v in (("--grid", grid), ("--ray-address", ray_address)) if v]
+        if job_only:
+            raise ValueError(
+                f"{', '.join(job_only)} does not apply to a sweep of serving runs (--requests)"
+            )
         if workers is not None and workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")
-        scales = [float(_number(v, "--load-scale")) for v in _split(axes, "--load-scale")]
         counts = [int(_number(v, "--replicas", whole=True)) for v in _split(axes, "--replicas")]
-        grid = ServingGrid(
+        scales = [float(_number(v, "--load-scale")) for v in given.get("load_scale", ())]
+        seed_values = [int(_number(v, "--seed", whole=True)) for v in given.get("seed", ())]
+        serving_grid = ServingGrid(
             requests,
             schedulers=split_list(axes["--scheduler"], "--scheduler") or ("continuous",),
             routers=split_list(axes["--router"], "--router") or ("round-robin",),
             load_scales=tuple(scales) or (1.0,),
             replicas=tuple(counts) or (1,),
-            seeds=seeds(seed) or (0,),
+            seeds=tuple(seed_values) or (0,),
         )
-        ran = run_serving_sweep(grid, out, workers)
-    typer.echo(f"ran {ran} cells, reused {len(grid.cells()) - ran}")
+        ran = run_serving_sweep(serving_grid, out, workers)
+    typer.echo(f"ran {ran} cells, reused {len(serving_grid.cells()) - ran}")
     typer.echo((out / "table.md").read_text(), nl=False)
     typer.echo(f"wrote {out}")
 

@@ -11,7 +11,7 @@ from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt, TraceArg, TraceOpt, one_trace, split_list
 from dlsched.cli.synth_cmd import synth
 from dlsched.cli.trace_merge_cmd import merge_cmd
-from dlsched.runner import Selection
+from dlsched.runner import Selection, check_has_jobs
 from dlsched.trace.io import PARQUET_FILE, write_parquet
 from dlsched.trace.read import read_trace
 from dlsched.trace.readers import FORMAT_NAMES
@@ -44,6 +44,7 @@ def validate(
         files = [*(str(p) for p in paths or ()), *split_list(trace, "--trace")]
         if not files:
             raise ValueError("give the trace files to check: dlsched trace validate FILE...")
+        check_format(trace_format)
         reports = validate_files(files, trace_format)
     text, ok = render_reports(reports, max_errors)
     typer.echo(text)
@@ -78,12 +79,16 @@ def convert(
     """Convert a trace to dlsched's native Parquet format, optionally selecting jobs."""
     with user_errors(BAD_ROWS_HINT):
         source = one_trace(path, trace)
+        check_format(trace_format)
+        if out.suffix != ".parquet":
+            raise ValueError(f"--out {out}: trace convert writes Parquet; name the output .parquet")
         PARQUET_FILE.check(out, force, inputs=[source])
         selection = Selection(
             start, end, split_list(vc, "--vc"), gpu_only, subsample, submit_scale, duration_scale
         )
         selection.check()
         result = read_trace(source, trace_format, skip_bad_rows=skip_bad_rows)
+        check_has_jobs(source, result)
         selected = selection.apply(result.trace, seed)
         PARQUET_FILE.check(out, force, inputs=[source])
         write_parquet(selected, out)
@@ -93,6 +98,14 @@ def convert(
     )
     if result.errors:
         typer.echo(f"skipped {len(result.errors)} bad rows; first: {result.errors[0]}", err=True)
+
+
+def check_format(name: str | None) -> None:
+    """An unknown ``--format`` is a mistake in the command (exit 2), not a failed check."""
+    if name is not None and name not in FORMAT_NAMES:
+        raise ValueError(
+            f"--format: unknown trace format {name!r}; known: {', '.join(FORMAT_NAMES)}"
+        )
 
 
 trace_app.command(name="synth")(synth)

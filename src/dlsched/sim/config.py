@@ -86,6 +86,12 @@ class FaultConfig:
     mtbf_s: float | None = None
     mttr_s: float = 3600.0
 
+    def __post_init__(self) -> None:
+        # Messages name the command-line options: these are their values.
+        for flag, value in (("--mtbf", self.mtbf_s), ("--mttr", self.mttr_s)):
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{flag} must be a positive number of seconds, got {value:g}")
+
     @property
     def enabled(self) -> bool:
         return bool(self.file) or self.mtbf_s is not None

@@ -83,10 +83,12 @@ def cell_row(out: Path, cell: Cell) -> dict[str, Any]:
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(run_time > 0, jct / run_time, np.nan)
     row: dict[str, Any] = {
-        "trace": cell.trace,
-        "cluster": cell.cluster,
+        "trace": cell.trace if cell.trace is not None else f"preset:{cell.preset}",
+        "cluster": cell.cluster or json.loads((run / "config.json").read_text())["cluster"],
         "policy": cell.policy,
-        "placement": cell.placement,
+        "placement": cell.placement or "consolidate",
+        "queues": cell.queues,
+        "load_scale": cell.load_scale,
         "seed": cell.seed,
         "jobs": summary.get("jobs"),
     }
@@ -102,8 +104,8 @@ def models_topology(grid: Grid) -> bool:
     """Whether some cell of ``grid`` has topology figures: a comm model, or a topology-aware
     placement."""
     known = placers()
-    return grid.comm_model is not None or any(
-        known[name].topology_aware for name in grid.placements
+    return grid.shared.get("comm_model") is not None or any(
+        known[name or "consolidate"].topology_aware for name in grid.values("placement")
     )
 
 
@@ -125,18 +127,22 @@ def write_report(out: Path) -> bool:
     cells = [c for c in full.cells() if (cell_dir(out, c) / "summary.json").is_file()]
     rows = [cell_row(out, c) for c in cells]
     metrics: Metrics = METRICS
-    if full.queues is not None:
+    if any(q is not None for q in full.values("queues")):
         metrics = (*metrics, *TENANT_METRICS)
     if models_topology(full):
         metrics = (*metrics, *TOPOLOGY_METRICS)
-    fields = ["trace", "cluster", "policy", "placement", "seed", "jobs"]
+    fields = ["trace", "cluster", "policy", "placement", "queues", "load_scale", "seed", "jobs"]
     fields += [k for k, _ in (*METRICS, *TENANT_METRICS, *TOPOLOGY_METRICS)]
     write_file_atomic(out / "results.csv", csv_text(rows, fields))
+    # The table shows the queues and load scale only where the grid varies or sets them.
+    coordinates: list[str] = ["trace", "cluster", "policy", "placement"]
+    coordinates += [n for n in ("queues", "load_scale") if full.values(n) != (None,)]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
-    for cell, row in zip(cells, rows, strict=True):
-        trace, cluster, policy, placement = cell.group
-        groups[(Path(trace).name, cluster, policy, placement)].append(row)
-    coordinates = ("trace", "cluster", "policy", "placement")
+    for row in rows:
+        shown = {**row, "trace": Path(str(row["trace"])).name}
+        if row["queues"] is not None:
+            shown["queues"] = Path(str(row["queues"])).name
+        groups[tuple(str(shown[c]) for c in coordinates)].append(row)
     write_file_atomic(out / "table.md", markdown(groups, coordinates, metrics))
     return figures(out, groups, metrics)
 

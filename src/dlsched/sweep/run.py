@@ -28,8 +28,9 @@ from typing import Any
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.outdir import write_file_atomic
 from dlsched.policy.registry import policies
+from dlsched.run_options import flag
 from dlsched.runner import Experiment, check_extras, run_experiment
-from dlsched.sweep.grid import AXIS_KEYS, SHARED_KEYS, Cell, Grid, GridError, cell_dir
+from dlsched.sweep.grid import Cell, Grid, GridError, cell_dir
 from dlsched.sweep.report import write_report
 
 ProgressFn = Callable[[int, int], None]
@@ -80,30 +81,33 @@ def run_sweep(
 
 def check_grid(grid: Grid) -> None:
     """What can be checked before any cell runs: every cluster resolves, every trace file
-    exists, every extra a cell needs is installed (ValueError / MissingExtra)."""
-    for cluster in grid.clusters:
+    exists, every queue configuration reads, every extra a cell needs is installed
+    (ValueError / MissingExtra)."""
+    experiments = [grid.experiment(cell) for cell in grid.cells()]
+    for cluster in dict.fromkeys(e.cluster for e in experiments):
         resolve_cluster(cluster)
-    for trace in grid.traces:
+    for trace in dict.fromkeys(e.trace for e in experiments):
         if not Path(trace).is_file():
             raise GridError(f"{trace}: no such trace file")
-    if grid.queues is not None:
-        _check_queues(grid)
-    for cell in grid.cells():
-        check_extras(grid.experiment(cell).sim)
+    for queues in grid.values("queues"):
+        if queues is not None:
+            _check_queues(grid, queues)
+    for experiment in experiments:
+        check_extras(experiment.sim)
 
 
-def _check_queues(grid: Grid) -> None:
-    """The grid's queue manifests and queue map read, and every policy orders jobs (the
+def _check_queues(grid: Grid, queues: str) -> None:
+    """One queue configuration and the queue map read, and every policy orders jobs (the
     admission stage runs in front of ordering policies only)."""
     from dlsched.tenancy.manifests import read_manifests
     from dlsched.tenancy.queue_map import read_queue_map
 
-    assert grid.queues is not None
-    tenancy = read_manifests(grid.queues)
-    if grid.queue_map is not None:
-        read_queue_map(grid.queue_map).check(tenancy)
+    tenancy = read_manifests(queues)
+    queue_map = grid.shared.get("queue_map")
+    if queue_map is not None:
+        read_queue_map(queue_map).check(tenancy)
     ordering = policies()
-    for policy in grid.policies:
+    for policy in grid.values("policy"):
         if policy not in ordering:
             raise GridError(
                 f"--queues: policy {policy!r} allocates GPUs beyond what jobs ask, which quotas "
@@ -172,23 +176,30 @@ def _ray_runs(jobs: list[tuple[dict[str, Any], str]], address: str) -> Iterator[
 
 
 def _check_grid_file(out: Path, grid: Grid) -> None:
+    """Record ``grid`` in ``out/grid.json``: a sweep already there must have the same shared
+    options; its axes' values are kept and this grid's added."""
     path = out / "grid.json"
     data = json.loads(json.dumps(grid.to_dict()))
     if path.exists():
         try:
-            old = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            raise GridError(f"{path}: not a sweep's grid file (invalid JSON)") from None
-        # A sweep written before placement options existed ran every cell without any.
-        old.setdefault("placement_options", {})
-        for key in SHARED_KEYS:
-            if old.get(key) != data[key]:
+            old = Grid.from_dict(json.loads(path.read_text())).to_dict()
+        except (json.JSONDecodeError, ValueError, KeyError, TypeError):
+            raise GridError(f"{path}: not a sweep's grid file") from None
+        old = json.loads(json.dumps(old))
+        for name in sorted(set(old["shared"]) | set(data["shared"])):
+            if old["shared"].get(name) != data["shared"].get(name):
                 raise GridError(
-                    f"{out} holds a sweep with a different {key} ({old.get(key)!r}, now "
-                    f"{data[key]!r}); use another --out"
+                    f"{out} holds a sweep with a different {flag(name)} "
+                    f"({old['shared'].get(name)!r}, now {data['shared'].get(name)!r}); "
+                    "use another --out"
                 )
-        for key in AXIS_KEYS:
-            data[key] = list(dict.fromkeys([*old.get(key, []), *data[key]]))
+        for name in sorted(set(old["axes"]) ^ set(data["axes"])):
+            raise GridError(
+                f"{out} holds a sweep {'with' if name in old['axes'] else 'without'} "
+                f"{flag(name)}; use another --out"
+            )
+        for name, values in data["axes"].items():
+            data["axes"][name] = list(dict.fromkeys([*old["axes"][name], *values]))
     elif any(out.iterdir()):
         raise GridError(f"{out} is not empty and holds no sweep (no grid.json); use another --out")
     write_file_atomic(path, json.dumps(data, indent=2) + "\n")

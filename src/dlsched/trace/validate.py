@@ -43,8 +43,17 @@ def validate_files(
         except TraceError as e:
             reports.append(FileReport(str(path), format, 0, 0, e.errors, _message_only(e)))
             continue
+        # A header alone is a readable file but not a trace: nothing to simulate.
+        empty = "no job rows (the file holds a header only)" if not result.rows_read else None
         reports.append(
-            FileReport(str(path), result.format, result.rows_read, len(result.trace), result.errors)
+            FileReport(
+                str(path),
+                result.format,
+                result.rows_read,
+                len(result.trace),
+                result.errors,
+                empty,
+            )
         )
     return reports
 
