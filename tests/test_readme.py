@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -48,8 +50,8 @@ class Session:
     slow: bool = False
     long: bool = False  # about half a minute or more: CI runs it after make test
     service: bool = False  # starts dlsched serve: run in its own network namespace
-    slurm: bool = False  # on a throwaway Slurm cluster (in this network: slurmctld must resolve
-    # this host's name, so the README's port 8765 must be free here)
+    slurm: bool = False  # on a throwaway Slurm cluster (in the session's network namespace,
+    # with this host's name on loopback)
     not_run: dict[str, str] = field(default_factory=dict)  # command -> why this test skips it
     broken: dict[str, str] = field(default_factory=dict)  # command -> issue; must still fail
     after_jobs_final: tuple[str, ...] = ()
@@ -219,12 +221,34 @@ def _check_outputs(name: str, checkout: Path) -> None:
         assert shares == {"consolidate": "0.0625", "topology": "0.0"}, shares
 
 
-def _in_own_network(argv: list[str]) -> list[str]:
-    """``argv`` in a new network namespace with loopback up, when this machine allows it."""
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
-    if shutil.which("unshare") is None or probe.returncode != 0:
+def _in_own_network(argv: list[str], hosts: Path | None = None) -> list[str]:
+    """``argv`` in a new network namespace with loopback up, when this machine allows it, so
+    the README's fixed port 8765 is free whatever else runs here. With ``hosts``, that file is
+    mounted over /etc/hosts inside and a veth pair gives the namespace an address besides
+    loopback: Slurm's daemons resolve this host's name, and ask getaddrinfo for addresses
+    only of configured families (AI_ADDRCONFIG, which ignores loopback)."""
+    flags = ["-n", "-m"] if hosts is not None else ["-n"]
+    setup = "ip link set lo up"
+    if hosts is not None:
+        setup += (
+            " && ip link add dlsched0 type veth peer name dlsched1"
+            " && ip addr add 10.254.0.1/24 dev dlsched0"
+            " && ip link set dlsched0 up && ip link set dlsched1 up"
+            f" && mount --bind {shlex.quote(str(hosts))} /etc/hosts"
+        )
+    if shutil.which("unshare") is None:
         return argv
-    return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *argv]
+    probe = subprocess.run(["unshare", *flags, "sh", "-c", setup], capture_output=True)
+    if probe.returncode != 0:
+        return argv
+    return ["unshare", *flags, "sh", "-c", f'{setup} && exec "$@"', "sh", *argv]
+
+
+def _loopback_hosts(where: Path) -> Path:
+    """A hosts file naming this host on loopback."""
+    path = where / "hosts"
+    path.write_text(f"127.0.0.1 localhost\n127.0.0.1 {socket.gethostname()}\n")
+    return path
 
 
 def _run_service_session(
@@ -248,7 +272,8 @@ def _run_service_session(
     }
     spec_file.write_text(json.dumps(spec))
     driver = [sys.executable, str(REPO / "tests" / "readme_commands.py"), str(spec_file)]
-    argv = driver if session.slurm else _in_own_network(driver)
+    hosts = _loopback_hosts(checkout.parent) if session.slurm else None
+    argv = _in_own_network(driver, hosts)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, f"the {name} session did not run:\n{done.stdout}{done.stderr}"
     result = json.loads(result_file.read_text())
