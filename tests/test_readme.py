@@ -112,6 +112,20 @@ def test_every_readme_block_belongs_to_a_session() -> None:
     assert not empty, f"sessions without README commands (a heading renamed?): {empty}"
 
 
+def test_blocks_run_in_order_in_one_directory_write_distinct_outputs() -> None:
+    """A user may run every block in one directory: no two commands may write the same output
+    (the second would stop: it exists, and --force is not given)."""
+    writers: dict[str, list[str]] = {}
+    for block in readme_blocks(TEXT):
+        for command in block.commands:
+            words = shlex.split(command)
+            for flag, value in zip(words, words[1:], strict=False):
+                if flag == "--out" and "--force" not in words:
+                    writers.setdefault(value.rstrip("/"), []).append(f"README.md:{block.line}")
+    shared = {out: where for out, where in writers.items() if len(where) > 1}
+    assert not shared, f"outputs written by more than one command: {shared}"
+
+
 def test_inline_commands_are_syntax_or_run_in_a_block() -> None:
     """A concrete command in the prose must be one the blocks run; anything else shows syntax
     (TRACE, JOB, [--json], ...) and cannot be run as written."""
