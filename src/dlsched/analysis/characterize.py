@@ -382,12 +382,18 @@ def distribution(values: Floats) -> Distribution:
 
 def demand_buckets(jobs: JobColumns) -> list[tuple[str, Mask]]:
     """(label, mask of GPU jobs) per demand bucket, in order; ``<1`` only if the trace has it."""
+    return bucket_masks(jobs.num_gpus, jobs.shared)
+
+
+def bucket_masks(num_gpus: Ints, shared: Mask) -> list[tuple[str, Mask]]:
+    """(label, mask) per GPU-demand bucket of jobs asking for ``num_gpus`` GPUs (``shared``:
+    a share of one GPU each), in order; ``<1`` only if some job shares a GPU."""
     out: list[tuple[str, Mask]] = []
-    if jobs.shared.any():
-        out.append((SHARED_BUCKET, jobs.shared))
-    whole = jobs.gpu & ~jobs.shared
+    if shared.any():
+        out.append((SHARED_BUCKET, shared))
+    whole = (num_gpus > 0) & ~shared
     for label, low, high in WHOLE_BUCKETS:
-        out.append((label, whole & (jobs.num_gpus >= low) & (jobs.num_gpus <= high)))
+        out.append((label, whole & (num_gpus >= low) & (num_gpus <= high)))
     return out
 
 
@@ -550,19 +556,7 @@ def cluster_demand(
     times, levels = times[order], np.maximum(np.cumsum(deltas[order]), 0.0)
     lo, hi = float(times[0]), float(times[-1])
     span = max(hi - lo, 1.0)
-    bin_s = next(
-        (float(w) for w in DEMAND_BIN_CHOICES_S if span / w <= MAX_DEMAND_BINS),
-        float(DEMAND_BIN_CHOICES_S[-1]),
-    )
-    shift = origin_unix or 0.0
-    first = math.floor((lo + shift) / bin_s) * bin_s - shift
-    n_bins = max(1, math.ceil((hi - first) / bin_s))
-    edges = first + bin_s * np.arange(n_bins + 1, dtype=np.float64)
-    integral = _step_integral(times, levels, edges)
-    mean = np.diff(integral) / bin_s
-    maxima = _step_level(times, levels, edges[:-1])
-    inside = np.searchsorted(edges, times, side="right") - 1
-    np.maximum.at(maxima, np.clip(inside, 0, n_bins - 1), levels)
+    bins = step_bins(times, levels, origin_unix or 0.0)
     segment = np.diff(times)
     held = levels[:-1]
     total = float((segment * held).sum())
@@ -573,10 +567,10 @@ def cluster_demand(
     return ClusterDemand(
         basis=basis,
         origin_unix=origin_unix,
-        bin_s=bin_s,
-        first_bin_s=first,
-        mean_gpus=tuple(float(x) for x in np.round(mean, 6)),
-        max_gpus=tuple(float(x) for x in np.round(maxima, 6)),
+        bin_s=bins.bin_s,
+        first_bin_s=bins.first_bin_s,
+        mean_gpus=tuple(float(x) for x in np.round(bins.mean, 6)),
+        max_gpus=tuple(float(x) for x in np.round(bins.maxima, 6)),
         peak_gpus=float(np.round(levels.max(), 6)),
         time_avg_gpus=total / span,
         span_s=span,
@@ -683,8 +677,16 @@ def vc_table(jobs: JobColumns) -> VcTable | Unavailable:
 
 def _curves(jobs: JobColumns, values: Floats, known: Mask) -> dict[str, Distribution]:
     """CDFs of ``values`` for all jobs, GPU jobs and non-empty demand buckets."""
-    groups: list[tuple[str, Mask]] = [("all jobs", known), ("GPU jobs", known & jobs.gpu)]
-    groups += [(f"{label} GPU", known & mask) for label, mask in demand_buckets(jobs)]
+    return sample_curves(values, known, jobs.num_gpus, jobs.shared)
+
+
+def sample_curves(
+    values: Floats, known: Mask, num_gpus: Ints, shared: Mask
+) -> dict[str, Distribution]:
+    """CDFs of the ``known`` entries of ``values``: "all jobs", "GPU jobs" (``num_gpus`` > 0),
+    then each non-empty GPU-demand bucket (:func:`bucket_masks`), labelled "<bucket> GPU"."""
+    groups: list[tuple[str, Mask]] = [("all jobs", known), ("GPU jobs", known & (num_gpus > 0))]
+    groups += [(f"{label} GPU", known & mask) for label, mask in bucket_masks(num_gpus, shared)]
     return {label: distribution(values[mask]) for label, mask in groups if mask.any()}
 
 
@@ -698,6 +700,39 @@ def _run_intervals(jobs: JobColumns) -> tuple[Floats, Floats, str]:
         end = np.where(np.isnan(jobs.end), jobs.start + jobs.duration, jobs.end)
         return jobs.start, end, "start/end"
     return jobs.submit, jobs.submit + jobs.duration, "submit+duration"
+
+
+@dataclass(frozen=True)
+class StepBins:
+    """A step function averaged and maximized per bin: bin i covers ``[first_bin_s +
+    i*bin_s, first_bin_s + (i+1)*bin_s)``."""
+
+    bin_s: float
+    first_bin_s: float
+    mean: Floats
+    maxima: Floats
+
+
+def step_bins(times: Floats, levels: Floats, shift: float = 0.0) -> StepBins:
+    """Bins over the step function that is ``levels[i]`` from ``times[i]`` (sorted, at least
+    one) to the next time, from the first time to the last: the narrowest width of
+    :data:`DEMAND_BIN_CHOICES_S` giving at most :data:`MAX_DEMAND_BINS` bins, aligned to
+    multiples of the width after adding ``shift`` (a Unix origin aligns them to UTC)."""
+    lo, hi = float(times[0]), float(times[-1])
+    span = max(hi - lo, 1.0)
+    bin_s = next(
+        (float(w) for w in DEMAND_BIN_CHOICES_S if span / w <= MAX_DEMAND_BINS),
+        float(DEMAND_BIN_CHOICES_S[-1]),
+    )
+    first = math.floor((lo + shift) / bin_s) * bin_s - shift
+    n_bins = max(1, math.ceil((hi - first) / bin_s))
+    edges = first + bin_s * np.arange(n_bins + 1, dtype=np.float64)
+    integral = _step_integral(times, levels, edges)
+    mean = np.diff(integral) / bin_s
+    maxima = _step_level(times, levels, edges[:-1])
+    inside = np.searchsorted(edges, times, side="right") - 1
+    np.maximum.at(maxima, np.clip(inside, 0, n_bins - 1), levels)
+    return StepBins(bin_s, first, mean, maxima)
 
 
 def _step_level(times: Floats, levels: Floats, at: Floats) -> Floats:

@@ -67,7 +67,7 @@ def new_figure(ncols: int = 1, width: float = WIDTH_IN, height: float = HEIGHT_I
 
 def duration_figure(section: DurationCdfs) -> Figure:
     """Run-time CDFs: all jobs and GPU jobs (left), GPU jobs by GPU demand (right); log x."""
-    figure = _cdf_pair(
+    figure = cdf_pair(
         section.curves,
         "run time",
         ("Job run time: all jobs and GPU jobs", "GPU jobs' run time by GPUs requested"),
@@ -78,7 +78,7 @@ def duration_figure(section: DurationCdfs) -> Figure:
 
 def queueing_figure(section: QueueingDelays) -> Figure:
     """Queueing-delay CDFs like :func:`duration_figure` (delays under 1 s drawn at 1 s)."""
-    figure = _cdf_pair(
+    figure = cdf_pair(
         section.curves,
         "queueing delay (start − submit)",
         ("Queueing delay: all jobs and GPU jobs", "GPU jobs' queueing delay by GPUs requested"),
@@ -178,7 +178,7 @@ def cluster_demand_figure(section: ClusterDemand) -> Figure:
     else:
         x = starts / 86400.0
         ax.set_xlabel("time since trace start (days)")
-    step = _bin_text(section.bin_s)
+    step = bin_text(section.bin_s)
     ax.fill_between(
         x, 0, peak, step="post", color=JOBS_COLOR, alpha=0.25, lw=0, label=f"max per {step} bin"
     )
@@ -257,7 +257,9 @@ def vc_figure(section: VcTable) -> Figure:
     return figure
 
 
-def _cdf_pair(curves: dict[str, Distribution], what: str, titles: tuple[str, str]) -> Figure:
+def cdf_pair(curves: dict[str, Distribution], what: str, titles: tuple[str, str]) -> Figure:
+    """CDFs of ``curves`` on a log time axis: "all jobs" and "GPU jobs" (left), the other
+    curves, GPU-demand buckets (right); ``what`` labels the x axis, ``titles`` the two axes."""
     figure = new_figure(2)
     left, right = figure.axes
     overall = {k: v for k, v in curves.items() if k in OVERALL_STYLES}
@@ -358,7 +360,8 @@ def _gpu_text(gpus: float) -> str:
     return f"1/{round(1 / gpus)}"
 
 
-def _bin_text(seconds: float) -> str:
+def bin_text(seconds: float) -> str:
+    """A bin width as a legend writes it: "5 min", "1 h", else seconds."""
     for size, unit in ((86400 * 7, "wk"), (86400, "d"), (3600, "h"), (60, "min")):
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)} {unit}"

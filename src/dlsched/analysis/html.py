@@ -31,3 +31,9 @@ def page_start(title: str, css: str) -> list[str]:
         f"<title>{escape(title)}</title><style>{css}</style></head><body><main>",
         f"<h1>{escape(title)}</h1>",
     ]
+
+
+def pairs(rows: Sequence[tuple[str, str]]) -> str:
+    """A two-column table of labels and values, without a header."""
+    body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    return f'<table class="pairs">{body}</table>'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,9 +45,10 @@ from dlsched.analysis.figures import (
     vc_figure,
 )
 from dlsched.analysis.html import escape as _e
-from dlsched.analysis.html import page_start
+from dlsched.analysis.html import page_start, pairs
 from dlsched.analysis.html import paragraph as _p
 from dlsched.analysis.html import table as _table
+from dlsched.analysis.units import duration, gpu_hours, num, pct
 from dlsched.outdir import DirKind
 
 STATS_VERSION = 1
@@ -205,7 +206,7 @@ def render_html(report: Characterization, source: TraceInput, figures: Iterable[
 
 def _overview_html(report: Characterization, source: TraceInput) -> str:
     ov = report.overview
-    share = f" ({_pct(ov.gpu_jobs / ov.jobs)})" if ov.jobs else ""
+    share = f" ({pct(ov.gpu_jobs / ov.jobs)})" if ov.jobs else ""
     rows: list[tuple[str, str]] = [
         ("file", source.path),
         ("format", source.format),
@@ -218,17 +219,17 @@ def _overview_html(report: Characterization, source: TraceInput) -> str:
         rows.append(("jobs sharing one GPU (<1 GPU)", f"{ov.shared_gpu_jobs:,}"))
     rows.append(("jobs with a known run time", f"{ov.jobs_with_duration:,}"))
     if ov.total_gpu_time_s is not None:
-        rows.append(("total GPU-time", _gpu_hours(ov.total_gpu_time_s)))
+        rows.append(("total GPU-time", gpu_hours(ov.total_gpu_time_s)))
     if ov.first_submit_s is not None and ov.last_submit_s is not None:
         if ov.first_submit_utc and ov.last_submit_utc:
             span = f"{ov.first_submit_utc} … {ov.last_submit_utc}"
         else:
-            span = f"{_num(ov.first_submit_s)} s … {_num(ov.last_submit_s)} s (relative times)"
+            span = f"{num(ov.first_submit_s)} s … {num(ov.last_submit_s)} s (relative times)"
         rows.append(("submissions", span))
     rows.append(("users", "not recorded" if ov.users is None else f"{ov.users:,}"))
     rows.append(("virtual clusters", "not recorded" if ov.vcs is None else f"{ov.vcs:,}"))
     rows.append(("fields with values", ", ".join(ov.fields_present)))
-    return _pairs(rows)
+    return pairs(rows)
 
 
 def _contents_html(report: Characterization) -> str:
@@ -240,19 +241,21 @@ def _contents_html(report: Characterization) -> str:
     return f"<nav><h2>Contents</h2><ol>{''.join(items)}</ol></nav>"
 
 
-def _distribution_table(curves: dict[str, Distribution], what: str) -> str:
+def distribution_table(curves: dict[str, Distribution], what: str) -> str:
+    """A table of CDF summaries (count, mean, median, p95, shares within a minute, an hour
+    and a day), one row per curve; ``what`` names the quantity in the head."""
     head = ["group", "jobs", f"mean {what}", f"median {what}", "95th percentile"]
     head += ["share ≤ 1 min", "share ≤ 1 h", "share ≤ 1 day"]
     rows = [
         [
             label,
             f"{d.count:,}",
-            _duration(d.mean),
-            _duration(d.median),
-            _duration(d.p95),
-            _pct(d.share_within_1min),
-            _pct(d.share_within_1h),
-            _pct(d.share_within_1day),
+            duration(d.mean),
+            duration(d.median),
+            duration(d.p95),
+            pct(d.share_within_1min),
+            pct(d.share_within_1h),
+            pct(d.share_within_1day),
         ]
         for label, d in curves.items()
     ]
@@ -269,7 +272,7 @@ def _durations_html(section: DurationCdfs) -> tuple[str, str]:
             f" {section.jobs_without_duration:,} jobs without a run time (never started, or "
             "not recorded) are left out."
         )
-    return _p(intro), _distribution_table(section.curves, "run time")
+    return _p(intro), distribution_table(section.curves, "run time")
 
 
 def _gpu_demand_html(section: GpuDemand) -> tuple[str, str]:
@@ -281,7 +284,7 @@ def _gpu_demand_html(section: GpuDemand) -> tuple[str, str]:
     if known:
         intro += (
             " GPU-time is GPUs × run time over GPU jobs with a known run time (total "
-            f"{_gpu_hours(section.gpu_time_s or 0.0)}; "
+            f"{gpu_hours(section.gpu_time_s or 0.0)}; "
             f"{section.gpu_jobs_without_duration:,} GPU jobs without one)."
         )
     else:
@@ -293,9 +296,9 @@ def _gpu_demand_html(section: GpuDemand) -> tuple[str, str]:
     def cells(
         label: str, jobs: int, share: float, time: float | None, of: float | None
     ) -> list[str]:
-        row = [label, f"{jobs:,}", _pct(share)]
+        row = [label, f"{jobs:,}", pct(share)]
         if known:
-            row += [_gpu_hours(time or 0.0), _pct(of or 0.0)]
+            row += [gpu_hours(time or 0.0), pct(of or 0.0)]
         return row
 
     buckets = [
@@ -322,10 +325,10 @@ def _states_html(section: FinalStates) -> tuple[str, str]:
         head += ["GPU-time", "share of GPU-time"]
     rows = []
     for r in section.rows:
-        row = [r.state, f"{r.jobs:,}", _pct(r.share_jobs), f"{r.gpu_jobs:,}"]
-        row.append(_pct(r.share_gpu_jobs))
+        row = [r.state, f"{r.jobs:,}", pct(r.share_jobs), f"{r.gpu_jobs:,}"]
+        row.append(pct(r.share_gpu_jobs))
         if known:
-            row += [_gpu_hours(r.gpu_time_s or 0.0), _pct(r.share_gpu_time or 0.0)]
+            row += [gpu_hours(r.gpu_time_s or 0.0), pct(r.share_gpu_time or 0.0)]
         rows.append(row)
     intro = (
         "The last state of each job, with its share of jobs and of GPU-time. RUNNING and "
@@ -368,7 +371,7 @@ def _queueing_html(section: QueueingDelays) -> tuple[str, str]:
         intro += (
             f" {section.jobs_without_start:,} jobs that never started (no start time) are left out."
         )
-    return _p(intro), _distribution_table(section.curves, "delay")
+    return _p(intro), distribution_table(section.curves, "delay")
 
 
 def _cluster_demand_html(section: ClusterDemand) -> tuple[str, str]:
@@ -381,33 +384,33 @@ def _cluster_demand_html(section: ClusterDemand) -> tuple[str, str]:
             "ran, and it may exceed the capacity."
         )
     rows = [
-        ("peak GPUs in use", _num(section.peak_gpus)),
-        ("time-average GPUs in use", _num(section.time_avg_gpus)),
-        ("span (first start to last end)", _duration(section.span_s)),
-        ("bin width of the figure", _duration(section.bin_s)),
+        ("peak GPUs in use", num(section.peak_gpus)),
+        ("time-average GPUs in use", num(section.time_avg_gpus)),
+        ("span (first start to last end)", duration(section.span_s)),
+        ("bin width of the figure", duration(section.bin_s)),
         ("GPU jobs counted", f"{section.jobs_counted:,}"),
         ("GPU jobs not counted (never ran or no run time)", f"{section.jobs_not_counted:,}"),
     ]
     if section.capacity_gpus:
         name = f" ({section.capacity_name})" if section.capacity_name else ""
-        over = _pct(section.share_time_over_capacity or 0.0)
+        over = pct(section.share_time_over_capacity or 0.0)
         rows.append((f"cluster capacity{name}", f"{section.capacity_gpus:,} GPUs"))
-        rows.append(("time-average demand / capacity", _pct(section.avg_utilization or 0.0)))
+        rows.append(("time-average demand / capacity", pct(section.avg_utilization or 0.0)))
         rows.append(("share of time demand exceeds capacity", over))
     else:
         rows.append(("cluster capacity", "not given (pass --cluster)"))
-    return _p(f"GPUs held by running jobs over time, from {basis}"), _pairs(rows)
+    return _p(f"GPUs held by running jobs over time, from {basis}"), pairs(rows)
 
 
 def _users_html(section: UserConcentration) -> tuple[str, str]:
     rows = [
-        [f"top {t.percent}%", f"{t.users:,}", _pct(t.share_gpu_time), _pct(t.share_gpu_jobs)]
+        [f"top {t.percent}%", f"{t.users:,}", pct(t.share_gpu_time), pct(t.share_gpu_jobs)]
         for t in section.top
     ]
     percents = "/".join(str(p) for p in TOP_USER_PERCENTS)
     intro = (
         f"The {section.users:,} users with GPU jobs of known run time, ranked by GPU-time "
-        f"(total {_gpu_hours(section.gpu_time_s)}), and the share of it the top {percents}% "
+        f"(total {gpu_hours(section.gpu_time_s)}), and the share of it the top {percents}% "
         "of users hold (at least one user each)."
     )
     head = ["users", "count", "share of GPU-time", "share of GPU jobs"]
@@ -418,17 +421,17 @@ def _recurrence_html(section: Recurrence) -> tuple[str, str]:
     rows = [
         ("jobs with a user and a job name", f"{section.jobs_considered:,}"),
         ("recurrent jobs (same user, same name submitted before)", f"{section.recurrent_jobs:,}"),
-        ("share of jobs that recur", _pct(section.share_recurrent)),
+        ("share of jobs that recur", pct(section.share_recurrent)),
         ("distinct (user, name) pairs", f"{section.distinct_pairs:,}"),
         ("users", f"{section.users:,}"),
     ]
     if section.share_gpu_time_recurrent is not None:
-        rows.append(("share of GPU-time in recurrent jobs", _pct(section.share_gpu_time_recurrent)))
+        rows.append(("share of GPU-time in recurrent jobs", pct(section.share_gpu_time_recurrent)))
     intro = (
         "How often a user submits a job whose name they used before, which history-based "
         "run-time estimates rely on."
     )
-    return _p(intro), _pairs(rows)
+    return _p(intro), pairs(rows)
 
 
 def _vcs_html(section: VcTable) -> tuple[str, str]:
@@ -438,13 +441,13 @@ def _vcs_html(section: VcTable) -> tuple[str, str]:
         [
             r.vc,
             f"{r.jobs:,}",
-            _pct(r.share_jobs),
+            pct(r.share_jobs),
             f"{r.gpu_jobs:,}",
-            "—" if r.gpu_time_s is None else _gpu_hours(r.gpu_time_s),
-            "—" if r.share_gpu_time is None else _pct(r.share_gpu_time),
-            "—" if r.mean_duration_s is None else _duration(r.mean_duration_s),
-            "—" if r.median_duration_s is None else _duration(r.median_duration_s),
-            "—" if r.mean_queue_s is None else _duration(r.mean_queue_s),
+            "—" if r.gpu_time_s is None else gpu_hours(r.gpu_time_s),
+            "—" if r.share_gpu_time is None else pct(r.share_gpu_time),
+            "—" if r.mean_duration_s is None else duration(r.mean_duration_s),
+            "—" if r.median_duration_s is None else duration(r.median_duration_s),
+            "—" if r.mean_queue_s is None else duration(r.mean_queue_s),
         ]
         for r in section.rows
     ]
@@ -457,33 +460,6 @@ def _vcs_html(section: VcTable) -> tuple[str, str]:
     if section.jobs_without_vc:
         intro += f" {section.jobs_without_vc:,} jobs without a VC are left out."
     return _p(intro), _table(head, rows)
-
-
-def _pairs(rows: Sequence[tuple[str, str]]) -> str:
-    """A two-column table of labels and values, without a header."""
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
-    return f'<table class="pairs">{body}</table>'
-
-
-def _pct(share: float) -> str:
-    return f"{100 * share:.1f}%"
-
-
-def _num(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
-
-
-def _gpu_hours(seconds: float) -> str:
-    return f"{_num(seconds / 3600)} GPU·h"
-
-
-def _duration(seconds: float) -> str:
-    """Seconds as written in the tables: exact seconds plus a human unit from a minute on."""
-    text = f"{_num(seconds)} s"
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{text} ({seconds / size:.3g} {unit})"
-    return text
 
 
 CSS = """

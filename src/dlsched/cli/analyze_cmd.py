@@ -1,4 +1,5 @@
-"""``dlsched analyze``: a workload characterization report of a trace."""
+"""``dlsched analyze``: a workload characterization report of a trace, or the report of a run
+directory (job run or serving run)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,8 @@ from dlsched.extras import require
 from dlsched.trace.read import read_trace
 from dlsched.trace.readers import FORMAT_NAMES
 
-# Per kind of run directory: what it is (in refusals), and what was found (in the result line).
-RUN_KINDS = {
-    "serving": ("a serving run directory", "serving run"),
-    "tenants": ("a job run directory", "job run with queues"),
-}
+# Per kind of run directory: what it is (in refusals).
+RUN_KINDS = {"serving": "a serving run directory", "jobs": "a job run directory"}
 FORMAT_HELP = f"Trace format ({', '.join(FORMAT_NAMES)}); default: detect from the header."
 
 
@@ -41,8 +39,10 @@ def analyze(
     Sections the trace lacks the fields for are marked as not available. An LLM request trace
     (Azure LLM, BurstGPT, Mooncake) gets its arrival rate over time and length distributions;
     a serving run directory (serve-sim) gets latency CDFs, replicas and GPU use over time; a
-    job run directory of a run with queues (simulate --queues) gets per-tenant GPUs held and
-    borrowed over time against nominal quota, and JCT and queueing per tenant."""
+    job run directory (simulate: rigid, elastic, PS or mixed jobs) gets JCT and queueing-delay
+    CDFs, GPU utilization and queue length over time and a per-partition (VC) table, and,
+    for a run with queues (simulate --queues), the tenant report in tenants/: per-tenant GPUs
+    held and borrowed over time against nominal quota, and JCT and queueing per tenant."""
     require("dlsched analyze", "analysis")
     from dlsched.serving.readers import REQUEST_FORMAT_NAMES
     from dlsched.serving.readers.read import is_request_file
@@ -54,7 +54,7 @@ def analyze(
         serving_run = is_serving_run(given)
         job_run = is_job_run(given)
     if serving_run or job_run:
-        kind = "serving" if serving_run else "tenants"
+        kind = "serving" if serving_run else "jobs"
         _analyze_run(given, out, kind, trace_format, cluster, force)
         return
     if trace_format in REQUEST_FORMAT_NAMES or (trace_format is None and is_request_file(given)):
@@ -125,19 +125,26 @@ def _analyze_run(
     cluster: str | None,
     force: bool,
 ) -> None:
-    """The report of a run directory: ``kind`` ``serving`` (serve-sim) or ``tenants`` (a job
-    run with queues)."""
+    """The report of a run directory: ``kind`` ``serving`` (serve-sim) or ``jobs``
+    (simulate)."""
     if kind == "serving":
         from dlsched.serving.run_report import SERVING_REPORT_DIR as report_dir
         from dlsched.serving.run_report import write_serving_report as write
     else:
-        from dlsched.tenancy.run_report import TENANT_REPORT_DIR as report_dir
-        from dlsched.tenancy.run_report import write_tenant_report as write
-    what, done = RUN_KINDS[kind]
+        from dlsched.analysis.run_report import RUN_REPORT_DIR as report_dir
+        from dlsched.analysis.run_report import write_run_report as write
+    from dlsched.metrics.rundir import TENANTS_FILE
+
     with user_errors():
-        _refuse_trace_options(what, trace_format, cluster)
+        _refuse_trace_options(RUN_KINDS[kind], trace_format, cluster)
         report_dir.check(out, force, inputs=[run])
         write(run, out, force)
+    if kind == "serving":
+        done = "serving run"
+    elif (Path(run) / TENANTS_FILE).is_file():
+        done = f"job run with queues (tenant report in {out / 'tenants'})"
+    else:
+        done = "job run"
     typer.echo(f"{run}: {done}; wrote {out / 'index.html'}")
 
 
