@@ -38,7 +38,7 @@ from dlsched.sweep.report import csv_text, figures, markdown
 
 METRICS = (
     ("ttft_p99_s", "p99 TTFT (s)"),
-    ("tbt_p99_s", "p99 TBT (s)"),
+    ("tbt_p99_s", "p99 token gap, pooled (s)"),
     ("e2e_p99_s", "p99 E2E (s)"),
     ("slo_attainment", "SLO attainment"),
     ("goodput_rps", "goodput (req/s)"),
