@@ -10,6 +10,7 @@ network namespace of their own and check that its jobs really reach their final 
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import shlex
 import shutil
@@ -119,7 +120,7 @@ def test_blocks_run_in_order_in_one_directory_write_distinct_outputs() -> None:
     for block in readme_blocks(TEXT):
         for command in block.commands:
             words = shlex.split(command)
-            for flag, value in zip(words, words[1:], strict=False):
+            for flag, value in itertools.pairwise(words):
                 if flag == "--out" and "--force" not in words:
                     writers.setdefault(value.rstrip("/"), []).append(f"README.md:{block.line}")
     shared = {out: where for out, where in writers.items() if len(where) > 1}

@@ -142,9 +142,13 @@ def replay_cmd(
         f"{busy.source}: {len(busy):,} ten-minute steps; test window {first} … {last}: "
         f"{s.mean_powered_off_nodes:.1f} of {int(busy.total[result.test_steps].max())} nodes "
         f"powered off on average, utilization {100 * s.utilization_before:.2f}% → "
-        f"{100 * s.utilization_after:.2f}%, {s.shortfall_steps} shortfall steps, forecast SMAPE "
-        f"{result.accuracy.smape:.2f}% (seasonal naive {result.baseline_accuracy.smape:.2f}%), "
-        f"{s.energy_saved_kwh:,.0f} kWh saved; wrote {out / 'index.html'}"
+        f"{100 * s.utilization_after:.2f}%, {s.shortfall_steps} shortfall steps, "
+        f"{s.energy_saved_kwh:,.0f} kWh saved; forecast SMAPE {result.accuracy.smape:.2f}% "
+        f"against the baselines' seasonal naive {result.baseline_accuracy.smape:.2f}% "
+        f"({result.references['seasonal_naive'].shortfall_steps} shortfall steps under the "
+        f"same rule) and persistence {result.persistence_accuracy.smape:.2f}% "
+        f"({result.references['persistence'].shortfall_steps} shortfall steps); "
+        f"wrote {out / 'index.html'}"
     )
     if busy.gaps:
         typer.echo(
