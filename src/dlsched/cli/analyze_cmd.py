@@ -35,7 +35,8 @@ def analyze(
     force: ForceOpt = False,
 ) -> None:
     """Characterize a trace (run times, GPU demand, states, submissions, queueing, cluster
-    demand, users, recurrence, VCs): writes index.html, PNG figures and stats.json to --out.
+    demand, users, recurrence, VCs) or report a run directory (job or serving run): writes
+    index.html, PNG figures and stats.json to --out.
     Sections the trace lacks the fields for are marked as not available. An LLM request trace
     (Azure LLM, BurstGPT, Mooncake) gets its arrival rate over time and length distributions;
     a serving run directory (serve-sim) gets latency CDFs, replicas and GPU use over time; a

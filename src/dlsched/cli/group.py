@@ -75,8 +75,8 @@ COMMANDS: dict[str, Subcommand] = {
         "dlsched.cli.analyze_cmd",
         "analyze",
         "Characterize a trace (run times, GPU demand, states, submissions, queueing, cluster "
-        "demand, users, recurrence, VCs): writes index.html, PNG figures and stats.json to "
-        "--out.",
+        "demand, users, recurrence, VCs) or report a run directory (job or serving run): "
+        "writes index.html, PNG figures and stats.json to --out.",
     ),
     "predict": Subcommand(
         "dlsched.cli.predict_cmd",
