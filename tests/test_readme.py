@@ -1,9 +1,9 @@
-"""Every command block of README.md, run exactly as written, as a user following the README
-runs it: from the root of a fresh checkout with the public traces beside it in ``../shared``,
-each section's commands in order in one working directory. A README example that breaks, or
-a new block no session covers, fails here.
+"""Every command block of README.md and of the reference pages (docs/reference/), run exactly
+as written, as a user following them runs it: from the root of a fresh checkout with the public
+traces beside it in ``../shared``, each section's commands in order in one working directory. An
+example that breaks, or a new block no session covers, fails here.
 
-The live-service blocks start the README's own ``dlsched serve ...`` (default port 8765) in a
+The live-service blocks start the page's own ``dlsched serve ...`` (default port 8765) in a
 network namespace of their own and check that its jobs really reach their final states.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from tests.readme_commands import (
-    README,
     REPO,
     SHARED,
+    Block,
     inline_commands,
     is_syntax,
     make_checkout,
@@ -35,7 +35,13 @@ from tests.readme_commands import (
     user_env,
 )
 
-TEXT = README.read_text(encoding="utf-8")
+PAGES = (
+    "README.md",
+    *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs" / "reference").glob("*.md")),
+)
+"""The pages whose command blocks this test runs, section by section (the guide's run page by
+page in tests/test_docs.py)."""
+TEXTS = {page: (REPO / page).read_text(encoding="utf-8") for page in PAGES}
 INLINE_NOT_RUN = {
     "make system": "make test runs it (as root) before this suite",
     "make test-long": "it runs this suite's long tests (CI runs it after make test)",
@@ -47,6 +53,7 @@ class Session:
     """README sections whose blocks run in order in one checkout."""
 
     headings: tuple[str, ...]
+    page: str = "README.md"
     shared: bool = False  # needs ../shared/traces
     slow: bool = False
     long: bool = False  # about half a minute or more: CI runs it after make test
@@ -63,52 +70,92 @@ SESSIONS = {
         ("Quick start (Python 3.11, a fresh machine)",),
         not_run={"make test": "it is the command that runs this test suite"},
     ),
-    "workflow": Session(("The workflow", "Command-line conventions"), shared=True, long=True),
+    "workflow": Session(
+        ("The workflow", "Command-line conventions"),
+        page="docs/reference/simulate.md",
+        shared=True,
+        long=True,
+    ),
     "helios": Session(
         ("Helios: characterization, duration prediction, QSSF", "A Helios-like trace generator"),
+        page="docs/reference/helios.md",
         shared=True,
         slow=True,
         long=True,
     ),
-    "energy": Session(("Energy: CES offline and inside the simulator",), slow=True, long=True),
-    "sweeps": Session(("Sweeps",), shared=True, slow=True, long=True),
-    "perf": Session(("Performance models from profiles",)),
-    "ps": Session(("Parameter-server jobs: SMD",), slow=True),
+    "energy": Session(
+        ("Energy: CES offline and inside the simulator",),
+        page="docs/reference/energy.md",
+        slow=True,
+        long=True,
+    ),
+    "sweeps": Session(
+        ("Sweeps",), page="docs/reference/sweeps.md", shared=True, slow=True, long=True
+    ),
+    "perf": Session(("Performance models from profiles",), page="docs/reference/jobs.md"),
+    "ps": Session(("Parameter-server jobs: SMD",), page="docs/reference/jobs.md", slow=True),
     "elastic": Session(
         ("Elastic jobs: Pollux workloads",),
+        page="docs/reference/jobs.md",
         shared=True,
         slow=True,
     ),
-    "mixed": Session(("Mixed workloads",), shared=True, slow=True, long=True),
-    "serving": Session(("LLM inference serving",)),
-    "serving-shared": Session(
-        ("Request traces, disaggregation, serving beside training",), shared=True
+    "mixed": Session(
+        ("Mixed workloads",), page="docs/reference/jobs.md", shared=True, slow=True, long=True
     ),
-    "tenants": Session(("Shared clusters: queues and quotas",), shared=True, slow=True),
+    "serving": Session(("LLM inference serving",), page="docs/reference/serving.md"),
+    "serving-shared": Session(
+        ("Request traces, disaggregation, serving beside training",),
+        page="docs/reference/serving.md",
+        shared=True,
+    ),
+    "tenants": Session(
+        ("Shared clusters: queues and quotas",),
+        page="docs/reference/tenancy.md",
+        shared=True,
+        slow=True,
+    ),
     "topology": Session(
-        ("Network topology: racks, blocks and topology-aware placement",), shared=True
+        ("Network topology: racks, blocks and topology-aware placement",),
+        page="docs/reference/tenancy.md",
+        shared=True,
     ),
     "service": Session(
         ("The live service", "The training workload and the dashboard"),
+        page="docs/reference/live.md",
         slow=True,
         service=True,
         after_jobs_final=(
             "python -m dlsched.workloads.measure state.db.jobs --out throughputs.json",
         ),
     ),
-    "slurm": Session(("On Slurm",), slow=True, service=True, slurm=True),
+    "slurm": Session(
+        ("On Slurm",), page="docs/reference/live.md", slow=True, service=True, slurm=True
+    ),
+    "example": Session(
+        ("A worked example: which policy for this cluster?",), shared=True, slow=True, long=True
+    ),
 }
 
 
 def session_commands(session: Session) -> list[str]:
-    return [c for b in readme_blocks(TEXT) if b.heading in session.headings for c in b.commands]
+    blocks = readme_blocks(TEXTS[session.page])
+    return [c for b in blocks if b.heading in session.headings for c in b.commands]
+
+
+def all_blocks() -> list[tuple[str, Block]]:
+    """Every command block of every page, with its page."""
+    return [(page, block) for page, text in TEXTS.items() for block in readme_blocks(text)]
 
 
 def test_every_readme_block_belongs_to_a_session() -> None:
-    headings = {h for s in SESSIONS.values() for h in s.headings}
-    blocks = readme_blocks(TEXT)
-    uncovered = [f"README.md:{b.line} ({b.heading})" for b in blocks if b.heading not in headings]
-    assert not uncovered, f"add these README blocks to a session of this test: {uncovered}"
+    covered = {(s.page, h) for s in SESSIONS.values() for h in s.headings}
+    uncovered = [
+        f"{page}:{b.line} ({b.heading})"
+        for page, b in all_blocks()
+        if (page, b.heading) not in covered
+    ]
+    assert not uncovered, f"add these blocks to a session of this test: {uncovered}"
     empty = [name for name, s in SESSIONS.items() if not session_commands(s)]
     assert not empty, f"sessions without README commands (a heading renamed?): {empty}"
 
@@ -117,12 +164,12 @@ def test_blocks_run_in_order_in_one_directory_write_distinct_outputs() -> None:
     """A user may run every block in one directory: no two commands may write the same output
     (the second would stop: it exists, and --force is not given)."""
     writers: dict[str, list[str]] = {}
-    for block in readme_blocks(TEXT):
+    for page, block in all_blocks():
         for command in block.commands:
             words = shlex.split(command)
             for flag, value in itertools.pairwise(words):
                 if flag == "--out" and "--force" not in words:
-                    writers.setdefault(value.rstrip("/"), []).append(f"README.md:{block.line}")
+                    writers.setdefault(value.rstrip("/"), []).append(f"{page}:{block.line}")
     shared = {out: where for out, where in writers.items() if len(where) > 1}
     assert not shared, f"outputs written by more than one command: {shared}"
 
@@ -130,10 +177,11 @@ def test_blocks_run_in_order_in_one_directory_write_distinct_outputs() -> None:
 def test_inline_commands_are_syntax_or_run_in_a_block() -> None:
     """A concrete command in the prose must be one the blocks run; anything else shows syntax
     (TRACE, JOB, [--json], ...) and cannot be run as written."""
-    fenced = {c for b in readme_blocks(TEXT) for c in b.commands}
+    fenced = {c for _, b in all_blocks() for c in b.commands}
     untested = [
         c
-        for c in inline_commands(TEXT)
+        for text in TEXTS.values()
+        for c in inline_commands(text)
         if c not in fenced and not is_syntax(c) and c not in INLINE_NOT_RUN
     ]
     assert not untested, f"concrete inline commands no block runs: {untested}"

@@ -90,7 +90,7 @@ def test_compare_shows_serving_figures_and_refuses_mixing_kinds(tmp_path: Path) 
     )
     result = CliRunner().invoke(app, ["compare", str(plain), str(chunked)])
     assert result.exit_code == 0, result.output
-    titles = ("TTFT p99 (s)", "TBT p99 (s)", "SLO attainment", "goodput", "requests")
+    titles = ("TTFT p99 (s)", "TBT p99, pooled gaps (s)", "SLO attainment", "goodput", "requests")
     for title in (*titles, "GPU util", "energy (kWh)"):
         assert title in result.output
     assert "avg JCT" not in result.output

@@ -89,27 +89,39 @@ def test_client_errors_are_clear(server: tuple[str, Path, Service], tmp_path: Pa
 
 
 def test_serve_rejects_bad_options(tmp_path: Path) -> None:
-    r = runner.invoke(app, ["serve", "--cluster", "bogus!", "--db", str(tmp_path / "s.db")])
+    r = runner.invoke(
+        app, ["serve", "--port", "0", "--cluster", "bogus!", "--db", str(tmp_path / "s.db")]
+    )
     assert r.exit_code == 2 and "cannot resolve cluster" in r.output
-    r = runner.invoke(app, ["serve", "--policy", "nope", "--db", str(tmp_path / "s.db")])
+    r = runner.invoke(
+        app, ["serve", "--port", "0", "--policy", "nope", "--db", str(tmp_path / "s.db")]
+    )
     assert r.exit_code == 2 and "unknown policy" in r.output
-    r = runner.invoke(app, ["serve", "--backend", "k8s", "--db", str(tmp_path / "s.db")])
+    r = runner.invoke(
+        app, ["serve", "--port", "0", "--backend", "k8s", "--db", str(tmp_path / "s.db")]
+    )
     assert r.exit_code == 2 and "unknown backend" in r.output
 
 
 def test_serve_rejects_bad_policy_options_and_a_misplaced_ray_address(tmp_path: Path) -> None:
     db = ["--db", str(tmp_path / "s.db")]
-    r = runner.invoke(app, ["serve", "--policy", "tiresias", "--policy-opt", "thresholds", *db])
+    r = runner.invoke(
+        app, ["serve", "--port", "0", "--policy", "tiresias", "--policy-opt", "thresholds", *db]
+    )
     assert r.exit_code == 2 and "--policy-opt expects KEY=VALUE, got 'thresholds'" in r.output
-    r = runner.invoke(app, ["serve", "--policy", "tiresias", "--policy-opt", "bogus=1", *db])
+    r = runner.invoke(
+        app, ["serve", "--port", "0", "--policy", "tiresias", "--policy-opt", "bogus=1", *db]
+    )
     assert r.exit_code == 2 and "unknown option(s) ['bogus']" in r.output
     assert "thresholds" in r.output  # the known options are listed
-    r = runner.invoke(app, ["serve", "--policy", "tiresias", "--policy-opt", "thresholds=x", *db])
+    r = runner.invoke(
+        app, ["serve", "--port", "0", "--policy", "tiresias", "--policy-opt", "thresholds=x", *db]
+    )
     assert r.exit_code == 2 and "option thresholds: expected a number, got 'x'" in r.output
-    r = runner.invoke(app, ["serve", "--ray-address", "127.0.0.1:6379", *db])
+    r = runner.invoke(app, ["serve", "--port", "0", "--ray-address", "127.0.0.1:6379", *db])
     assert r.exit_code == 2
     assert "--ray-address) applies only to backend 'ray', not 'local'" in r.output
-    r = runner.invoke(app, ["serve", "--backend", "ray", "--ray-address", " ", *db])
+    r = runner.invoke(app, ["serve", "--port", "0", "--backend", "ray", "--ray-address", " ", *db])
     assert r.exit_code == 2 and "--ray-address) is empty" in r.output
     assert not (tmp_path / "s.db").exists()  # nothing was started
 
@@ -121,7 +133,17 @@ def test_serve_passes_policy_options_and_ray_address_to_the_service(
 
     seen: list[ServiceConfig] = []
     monkeypatch.setattr(server_module, "serve", lambda config, announce: seen.append(config))
-    args = ["serve", "--policy", "tiresias", "--backend", "ray", "--db", str(tmp_path / "s.db")]
+    args = [
+        "serve",
+        "--port",
+        "0",
+        "--policy",
+        "tiresias",
+        "--backend",
+        "ray",
+        "--db",
+        str(tmp_path / "s.db"),
+    ]
     args += ["--policy-opt", "thresholds=15,60", "--policy-opt", " round_s = 30"]
     r = runner.invoke(app, [*args, "--ray-address", "10.0.0.1:6379"])
     assert r.exit_code == 0, r.output

@@ -175,7 +175,16 @@ def test_an_unusable_store_at_start_up_is_one_line_and_exit_2(tmp_path: Path, db
     (tmp_path / "file").write_text("not a directory")
     (tmp_path / "notadb.db").write_bytes(b"this is not a SQLite database" * 100)
     result = subprocess.run(
-        [sys.executable, "-m", "dlsched.cli.main", "serve", "--db", db.format(tmp=tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "dlsched.cli.main",
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            db.format(tmp=tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -105,7 +105,17 @@ def test_serve_passes_placement_options_to_the_service(
 
     seen: list[ServiceConfig] = []
     monkeypatch.setattr(server_module, "serve", lambda config, announce: seen.append(config))
-    args = ["serve", "--backend", "fake", "--db", str(tmp_path / "s.db"), "--cluster", RACKED]
+    args = [
+        "serve",
+        "--port",
+        "0",
+        "--backend",
+        "fake",
+        "--db",
+        str(tmp_path / "s.db"),
+        "--cluster",
+        RACKED,
+    ]
     r = runner.invoke(app, [*args, "--placement", "topology", "--placement-opt", "required=rack"])
     assert r.exit_code == 0, r.output
     assert (seen[0].placement, seen[0].placement_options) == ("topology", {"required": "rack"})
@@ -135,7 +145,7 @@ def test_serve_refuses_what_it_cannot_honour_before_creating_anything(
     tmp_path: Path, extra: list[str], message: str
 ) -> None:
     db = tmp_path / "s.db"
-    r = runner.invoke(app, ["serve", "--backend", "fake", "--db", str(db), *extra])
+    r = runner.invoke(app, ["serve", "--port", "0", "--backend", "fake", "--db", str(db), *extra])
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output
     assert list(tmp_path.iterdir()) == []

@@ -363,6 +363,8 @@ def test_serve_refuses_a_bad_service_id_or_lease(
         app,
         [
             "serve",
+            "--port",
+            "0",
             "--backend",
             "fake",
             "--db",

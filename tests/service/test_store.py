@@ -299,6 +299,8 @@ def _serve_fake(db: str, tmp_path: Path) -> Result:
         app,
         [
             "serve",
+            "--port",
+            "0",
             "--db",
             db,
             "--backend",
@@ -386,7 +388,18 @@ def test_bad_db_values_are_refused_naming_the_value(value: str, why: str) -> Non
 def test_serve_refuses_a_bad_db_url_before_starting(tmp_path: Path) -> None:
     token = tmp_path / "t.token"
     result = CliRunner().invoke(
-        app, ["serve", "--db", "mysql://u:p@h/db", "--backend", "fake", "--token-file", str(token)]
+        app,
+        [
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            "mysql://u:p@h/db",
+            "--backend",
+            "fake",
+            "--token-file",
+            str(token),
+        ],
     )
     assert result.exit_code == 2
     assert "--db 'mysql://u:p@h/db'" in result.output and "unknown scheme" in result.output
@@ -409,6 +422,8 @@ def test_a_live_service_runs_jobs_on_postgres(pg_server: PostgresServer, tmp_pat
                 "-m",
                 "dlsched.cli.main",
                 "serve",
+                "--port",
+                "0",
                 "--db",
                 url,
                 "--backend",

@@ -76,7 +76,7 @@ COMPARED = (
 SERVING_COMPARED = (
     _spec("ttft_s.p50", "TTFT p50 (s)", FINE),
     _spec("ttft_s.p99", "TTFT p99 (s)", FINE),
-    _spec("tbt_s.p99", "TBT p99 (s)", FINE),
+    _spec("tbt_s.p99", "TBT p99, pooled gaps (s)", FINE),
     _spec("e2e_s.p50", "E2E p50 (s)", FINE),
     _spec("e2e_s.p99", "E2E p99 (s)", FINE),
     _spec("slo_attainment", "SLO attainment", SHARE),

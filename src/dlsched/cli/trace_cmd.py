@@ -80,9 +80,9 @@ def convert(
     with user_errors(BAD_ROWS_HINT):
         source = one_trace(path, trace)
         check_format(trace_format)
+        PARQUET_FILE.check(out, force, inputs=[source])
         if out.suffix != ".parquet":
             raise ValueError(f"--out {out}: trace convert writes Parquet; name the output .parquet")
-        PARQUET_FILE.check(out, force, inputs=[source])
         selection = Selection(
             start, end, split_list(vc, "--vc"), gpu_only, subsample, submit_scale, duration_scale
         )
