@@ -100,16 +100,19 @@ def _expected(annotation: Any) -> str:
 
 def build(cls: type[T], options: dict[str, str]) -> T:
     """Instantiate a dataclass plugin from text options, checking names and types."""
+    # Messages name the plugin as the user named it, and list names as plain text.
+    name = getattr(cls, "name", cls.__name__)
     if not dataclasses.is_dataclass(cls):
         if options:
-            raise ValueError(f"{cls.__name__} takes no options, got {sorted(options)}")
+            raise ValueError(f"{name!r} takes no options, got {', '.join(sorted(options))}")
         return cls()
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = set(options) - known
     if unknown:
         raise ValueError(
-            f"unknown option(s) {sorted(unknown)} for {cls.__name__}; known: {sorted(known)}"
+            f"unknown option(s) {', '.join(sorted(unknown))} of {name!r}; its options: "
+            f"{', '.join(sorted(known)) or 'none'}"
         )
     kwargs = {k: _convert(v, hints[k], k) for k, v in options.items()}
     return cls(**kwargs)

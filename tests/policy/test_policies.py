@@ -62,7 +62,11 @@ def test_unknown_policy_lists_the_available_ones() -> None:
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [
-        ("fifo", {"backfill": "true"}, r"unknown option\(s\) \['backfill'\] for Fifo"),
+        (
+            "fifo",
+            {"backfill": "true"},
+            r"unknown option\(s\) backfill of 'fifo'; its options: allow_backfill",
+        ),
         ("srtf", {"allow_backfill": "true"}, r"unknown option\(s\)"),
         ("fifo", {"allow_backfill": "maybe"}, "expected true/false, got 'maybe'"),
         ("tiresias", {"round_s": "soon"}, "option round_s: expected a number, got 'soon'"),
