@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dlsched.keyvalue import parse_pairs
 from dlsched.runner import Experiment, Selection
 from dlsched.sim.config import CheckpointConfig, FaultConfig, PowerConfig, SimConfig
 
@@ -226,20 +227,8 @@ def is_default(name: str, value: Any) -> bool:
 
 
 def pairs(items: Sequence[str], flag_name: str) -> dict[str, str]:
-    """Repeated ``KEY=VALUE`` items of ``flag_name`` as a dict; a malformed item or a key given
-    twice raises ValueError naming the flag (a repeat is never silently dropped)."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"{flag_name} expects KEY=VALUE, got {item!r}")
-        if key in out:
-            raise ValueError(
-                f"{flag_name} gives {key!r} twice ({out[key]!r} and {value.strip()!r})"
-            )
-        out[key] = value.strip()
-    return out
+    """Repeated ``KEY=VALUE`` items of ``flag_name`` (:func:`dlsched.keyvalue.parse_pairs`)."""
+    return parse_pairs(items, flag_name)
 
 
 def experiment_from(given: Mapping[str, Any]) -> Experiment:

@@ -178,7 +178,7 @@ def test_sweep_on_a_three_node_ray_cluster_equals_the_process_pool(
     reason = have_ray_and_namespaces()
     if reason is not None:
         pytest.fail(f"the Ray test cannot run here: {reason}")
-    grid = grid_of(small_trace, policies=("fifo", "sjf", "tiresias"))
+    grid = grid_of(small_trace, policy=("fifo", "sjf", "tiresias"))
     run_sweep(grid, tmp_path / "pool", workers=2)
     dlsched = str(Path(sys.executable).parent / "dlsched")
     output = run_with_ray_cluster(

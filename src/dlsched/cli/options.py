@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from dlsched.keyvalue import parse_pairs
+
 FORCE_HELP = "Replace an existing output of the same kind (never an input, never anything else)."
 ForceOpt = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
 ProgressOpt = Annotated[
@@ -71,15 +73,5 @@ def seeds(values: Sequence[str] | None, flag: str = "--seed") -> tuple[int, ...]
 
 
 def parse_options(items: Sequence[str], flag: str = "--policy-opt") -> dict[str, str]:
-    """Read repeated ``KEY=VALUE`` items of ``flag`` into a dict; a malformed item or a key
-    given twice raises ``ValueError`` naming the flag (a repeat is never silently dropped)."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
-        if key in out:
-            raise ValueError(f"{flag} gives {key!r} twice ({out[key]!r} and {value.strip()!r})")
-        out[key] = value.strip()
-    return out
+    """Repeated ``KEY=VALUE`` items of ``flag`` (:func:`dlsched.keyvalue.parse_pairs`)."""
+    return parse_pairs(items, flag)

@@ -268,24 +268,19 @@ def _coerce(option: RunOption, value: Any) -> Any:
         if not isinstance(value, bool):
             raise GridError(f"{name} expects true or false, got {value!r}")
         return value
-    if kind == "int":
+    if kind in ("int", "float"):
+        number: type[int | float] = int if kind == "int" else float
+        what = "whole numbers" if kind == "int" else "numbers"
         if isinstance(value, str):
             try:
-                value = int(value)
+                value = number(value)
             except ValueError:
-                raise GridError(f"{name} expects whole numbers, got {value!r}") from None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise GridError(f"{name} expects whole numbers, got {value!r}")
-        return value
-    if kind == "float":
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise GridError(f"{name} expects numbers, got {value!r}") from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise GridError(f"{name} expects numbers, got {value!r}")
-        return float(value)
+                raise GridError(f"{name} expects {what}, got {value!r}") from None
+        if isinstance(value, bool) or not isinstance(
+            value, int | (float if kind == "float" else int)
+        ):
+            raise GridError(f"{name} expects {what}, got {value!r}")
+        return number(value)
     if not isinstance(value, str):
         raise GridError(f"{name} expects a string, got {value!r}")
     return value
