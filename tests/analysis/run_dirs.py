@@ -109,3 +109,9 @@ def serving_run(out: Path, *extra: str) -> Path:
     """The bundled Azure code slice (3,000 requests) on two replicas."""
     ok(invoke("serve-sim", "azure_code_3000", "--replicas", "2", *extra, "--out", out))
     return out
+
+
+def sweep(out: Path, *args: str | Path) -> Path:
+    """A real ``dlsched sweep`` into ``out`` (one worker: the tests share the machine)."""
+    ok(invoke("sweep", *args, "--out", out, "--no-progress", "--workers", "1"))
+    return out

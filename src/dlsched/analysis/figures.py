@@ -278,9 +278,9 @@ def cdf_pair(curves: dict[str, Distribution], what: str, titles: tuple[str, str]
                 color=color,
                 ls=style,
                 lw=1.6,
-                label=f"{label} (n={dist.count:,}, median {_duration_text(dist.median)})",
+                label=f"{label} (n={dist.count:,}, median {duration_text(dist.median)})",
             )
-        _time_axis(ax, lo, hi)
+        time_axis(ax, lo, hi)
         ax.set_ylim(0, 101)
         ax.yaxis.set_major_formatter(PercentFormatter())
         ax.set_xlabel(f"{what} (log scale)")
@@ -329,7 +329,7 @@ def _grouped_bars(
         ax.legend(loc="upper center", ncols=len(series), fontsize=8)
 
 
-def _time_axis(ax: Axes, lo: float, hi: float) -> None:
+def time_axis(ax: Axes, lo: float, hi: float) -> None:
     """Log x axis from ``lo`` to ``hi`` seconds with ticks at round durations."""
     ax.set_xscale("log")
     ax.set_xlim(lo / 1.3, hi * 1.3)
@@ -368,7 +368,8 @@ def bin_text(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def _duration_text(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A duration as a legend writes it, to three digits: "42 s", "3.5 h", "2.1 d"."""
     for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
         if seconds >= size:
             return f"{seconds / size:.3g} {unit}"

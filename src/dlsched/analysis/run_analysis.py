@@ -172,15 +172,13 @@ def analyze_run(run: str | Path) -> RunAnalysis:
     jobs = read_table(path, JOBS, JOB_COLUMNS)
     steps = timeline_steps(read_table(path, TIMELINE, TIMELINE_COLUMNS))
     tenants = summary.get("tenants")
-    done = _finished(jobs)
-    ran = {str(p) for p, d in zip(jobs.column("partition").to_pylist(), done, strict=True) if d}
     return RunAnalysis(
         run=str(run),
         overview={k: summary.get(k) for k in OVERVIEW_KEYS},
         queues=len(tenants) if isinstance(tenants, dict) else None,
         jct=job_cdfs(jobs, "jct_s"),
         queueing=job_cdfs(jobs, "queue_s"),
-        timeline=cluster_timeline(steps, ran),
+        timeline=cluster_timeline(steps, ran_partitions(jobs)),
         partitions=partition_table(jobs, steps, summary),
     )
 
@@ -196,9 +194,26 @@ def _finished(jobs: pa.Table) -> np.ndarray:
     )
 
 
+def ran_partitions(jobs: pa.Table) -> set[str]:
+    """The partitions in which some job finished."""
+    done = _finished(jobs)
+    return {str(p) for p, d in zip(jobs.column("partition").to_pylist(), done, strict=True) if d}
+
+
+def _known(jobs: pa.Table, column: str) -> np.ndarray:
+    """Which jobs finished with a value of ``column``."""
+    return _finished(jobs) & ~np.isnan(_floats(jobs, column))
+
+
+def finished_values(jobs: pa.Table, column: str) -> Floats:
+    """``column`` (``jct_s`` or ``queue_s``) of the finished jobs, in the table's order."""
+    values: Floats = _floats(jobs, column)[_known(jobs, column)]
+    return values
+
+
 def job_cdfs(jobs: pa.Table, column: str) -> JobCdfs | Unavailable:
     """CDFs of ``column`` (``jct_s`` or ``queue_s``) over the finished jobs."""
-    done = _finished(jobs) & ~np.isnan(_floats(jobs, column))
+    done = _known(jobs, column)
     if not done.any():
         return Unavailable("no job finished in this run")
     gpus = np.asarray(jobs.column("gpus").to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -268,18 +283,44 @@ def _time_average(times: Floats, levels: Floats) -> float:
     return float((np.diff(times) * levels[:-1]).sum()) / span
 
 
+@dataclass(frozen=True)
+class ClusterSteps:
+    """A timeline summed over ``partitions`` (of ``total_gpus`` GPUs): busy GPUs, GPUs up and
+    jobs waiting from each of ``times`` (sorted, at least one) to the next."""
+
+    partitions: tuple[str, ...]
+    times: Floats
+    busy: Floats
+    up: Floats
+    waiting: Floats
+    total_gpus: int
+
+
+def cluster_steps(steps: TimelineSteps, ran: set[str]) -> ClusterSteps | Unavailable:
+    """The partitions in ``ran`` (those that ran jobs), or all when none of them did, summed
+    at every time of the timeline; Unavailable for an empty timeline."""
+    names = tuple(n for n in steps.partitions if n in ran) or tuple(steps.partitions)
+    if not len(steps.times) or not names:
+        return Unavailable("the timeline is empty (nothing ran)")
+    parts = [steps.partitions[n] for n in names]
+    return ClusterSteps(
+        partitions=names,
+        times=steps.times,
+        busy=np.sum([s.busy for s in parts], axis=0),
+        up=np.sum([s.up for s in parts], axis=0),
+        waiting=np.sum([s.waiting for s in parts], axis=0),
+        total_gpus=sum(s.total for s in parts),
+    )
+
+
 def cluster_timeline(steps: TimelineSteps, ran: set[str]) -> ClusterTimeline | Unavailable:
     """The cluster over time (see :class:`ClusterTimeline`), over the partitions in ``ran``
     (those that ran jobs), or over all when none of them did."""
-    times = steps.times
-    names = tuple(n for n in steps.partitions if n in ran) or tuple(steps.partitions)
-    if not len(times) or not names:
-        return Unavailable("the timeline is empty (nothing ran)")
-    parts = [steps.partitions[n] for n in names]
-    busy = np.sum([s.busy for s in parts], axis=0)
-    up = np.sum([s.up for s in parts], axis=0)
-    waiting = np.sum([s.waiting for s in parts], axis=0)
-    total = sum(s.total for s in parts)
+    summed = cluster_steps(steps, ran)
+    if isinstance(summed, Unavailable):
+        return summed
+    names, times, total = summed.partitions, summed.times, summed.total_gpus
+    busy, up, waiting = summed.busy, summed.up, summed.waiting
     busy_bins = step_bins(times, busy)
     up_bins = step_bins(times, up)
     waiting_bins = step_bins(times, waiting)
@@ -310,11 +351,14 @@ def _rounded(values: Floats) -> tuple[float, ...]:
     return tuple(float(x) for x in np.round(values, 6))
 
 
-def _mean(values: Floats) -> float | None:
+def mean_or_none(values: Floats) -> float | None:
+    """The mean of ``values`` (None for none), as ``summary.json`` computes it."""
     return float(np.mean(values)) if len(values) else None
 
 
-def _percentile(values: Floats, q: float) -> float | None:
+def percentile_or_none(values: Floats, q: float) -> float | None:
+    """Numpy's linear ``q``-th percentile of ``values`` (None for none), as ``summary.json``
+    computes it."""
     return float(np.percentile(values, q)) if len(values) else None
 
 
@@ -348,11 +392,11 @@ def partition_table(
                 jobs=int(mine.sum()),
                 gpu_time_s=held,
                 utilization=held / (gpus * makespan) if gpus and makespan > 0 else None,
-                avg_jct_s=_mean(jct[mine]),
-                median_jct_s=_percentile(jct[mine], 50),
-                p95_jct_s=_percentile(jct[mine], 95),
-                avg_queue_s=_mean(queue[mine]),
-                p95_queue_s=_percentile(queue[mine], 95),
+                avg_jct_s=mean_or_none(jct[mine]),
+                median_jct_s=percentile_or_none(jct[mine], 50),
+                p95_jct_s=percentile_or_none(jct[mine], 95),
+                avg_queue_s=mean_or_none(queue[mine]),
+                p95_queue_s=percentile_or_none(queue[mine], 95),
                 avg_waiting_jobs=None if waiting is None else _time_average(times, waiting),
                 peak_waiting_jobs=None if waiting is None else int(waiting.max()),
             )
