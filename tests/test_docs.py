@@ -116,6 +116,10 @@ def test_the_guide_runs_as_written_in_one_directory(tmp_path: Path) -> None:
         mean_and_half(rows["tiresias"]["avg queue (s)"])[0]
         < mean_and_half(rows["sjf"]["avg queue (s)"])[0]
     )
+    # ... and the sweep's analysis draws one line per policy.
+    compared = json.loads((checkout / "report/policies/stats.json").read_text())
+    assert (checkout / "report/policies/jct_cdf.png").is_file()
+    assert [line["label"] for line in compared["lines"]] == ["fifo", "sjf", "tiresias"]
     # Page 3: with the cohort, average JCT falls by about half under either policy.
     with (checkout / "sweeps/quotas/results.csv").open() as handle:
         quota = {(r["policy"], r["queues"]): float(r["avg_jct_s"]) for r in csv.DictReader(handle)}
