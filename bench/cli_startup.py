@@ -1,23 +1,31 @@
-"""Start-up cost of the client commands: ``dlsched --help``, ``dlsched jobs``, ``dlsched submit``.
+"""Start-up cost of every ``dlsched`` command: each command's and subcommand's ``-h``, and the
+small real runs a user types first.
 
-For each command and each source tree (this one, and a baseline from git, by default the commit
-before the lazy imports), in fresh subprocesses:
+The runs: ``list policies|placements|clusters``, ``preset list``, ``simulate`` of a 10-job
+slice of the bundled Philly VC 0e4a51 trace (rigid jobs), ``serve-sim`` of the first 20
+requests of the bundled Azure code trace, and the client commands ``jobs`` and ``submit``
+against a real service (``dlsched serve --backend fake`` of this tree, port 0), so each does
+its whole work. The subcommands whose ``-h`` is measured are listed from this tree.
+
+For each command and each source tree (this one, and a baseline from git), in fresh
+subprocesses, the two trees' runs interleaved so that a drift of the machine's speed hits both:
 - process CPU time (user + system, from ``getrusage`` of the children) and wall time, median of
   ``--repeat`` runs;
 - ``python -X importtime``: the total import time it reports (cumulative microseconds of the
-  top-level imports) and whether any heavy module (numpy, pyarrow, scipy, the simulators) was
-  imported.
+  top-level imports) and which heavy modules (numpy, pyarrow, scipy, scipy.optimize, the
+  simulator, the other job kinds, the service's dependencies...) were imported.
 
-``jobs`` and ``submit`` talk to a real service (``dlsched serve --backend fake`` of this tree,
-port 0), so they do their whole work. Prints one JSON line per measurement and a Markdown table
-for bench/RESULTS.md, with the ratios baseline / now measured in the same run.
+Prints the machine (CPU model, date, load), one JSON line per measurement and a Markdown table
+for bench/RESULTS.md, with the ratios baseline / now measured in the same run; the last column
+says whether the command starts within the budget (``--budget``, CPU seconds).
 
-    python bench/cli_startup.py [--baseline-rev 791c7ba] [--repeat 5]
+    python bench/cli_startup.py [--baseline-rev 51a4f2d] [--repeat 5] [--budget 0.5]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -33,8 +41,33 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("numpy", "pyarrow", "scipy", "dlsched.sim", "dlsched.elastic", "dlsched.runner")
+HEAVY = (
+    "numpy",
+    "pyarrow",
+    "scipy",
+    "scipy.optimize",
+    "sklearn",
+    "matplotlib",
+    "fastapi",
+    "uvicorn",
+    "httpx",
+    "dlsched.sim",
+    "dlsched.runner",
+    "dlsched.elastic",
+    "dlsched.ps",
+    "dlsched.tenancy",
+    "dlsched.serving",
+)
 IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
+LIST_SUBCOMMANDS = """
+import json
+from dlsched.cli.group import COMMANDS, load_command
+found = []
+for name in COMMANDS:
+    command = load_command(name)
+    found += [[name, sub] for sub in sorted(getattr(command, "commands", {}))]
+print(json.dumps(found))
+"""
 
 
 def extract_tree(rev: str, into: Path) -> Path:
@@ -116,51 +149,125 @@ class Measure:
     exit_codes: list[int]
 
 
-def measure(src: Path, argv: Sequence[str], env: dict[str, str], repeat: int) -> Measure:
-    runs = [run_timed(src, argv, env) for _ in range(repeat)]
-    imports, heavy = import_profile(src, argv, env)
-    return Measure(
-        cpu_s=statistics.median(c for c, _, _ in runs),
-        wall_s=statistics.median(w for _, w, _ in runs),
-        import_s=imports,
-        heavy=heavy,
-        exit_codes=sorted({code for _, _, code in runs}),
+def measure_both(
+    trees: dict[str, Path], argv: Sequence[str], env: dict[str, str], repeat: int
+) -> dict[str, Measure]:
+    """``argv`` on every tree, the trees' runs alternating (module docstring)."""
+    runs: dict[str, list[tuple[float, float, int]]] = {tree: [] for tree in trees}
+    for _ in range(repeat):
+        for tree, src in trees.items():
+            runs[tree].append(run_timed(src, argv, env))
+    out = {}
+    for tree, src in trees.items():
+        imports, heavy = import_profile(src, argv, env)
+        out[tree] = Measure(
+            cpu_s=statistics.median(c for c, _, _ in runs[tree]),
+            wall_s=statistics.median(w for _, w, _ in runs[tree]),
+            import_s=imports,
+            heavy=heavy,
+            exit_codes=sorted({code for _, _, code in runs[tree]}),
+        )
+    return out
+
+
+def subcommands(src: Path) -> list[list[str]]:
+    """``[group, subcommand]`` for every subcommand of the command groups of tree ``src``."""
+    done = subprocess.run(
+        [sys.executable, "-c", LIST_SUBCOMMANDS],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        check=True,
     )
+    found: list[list[str]] = json.loads(done.stdout)
+    return found
+
+
+def top_level(src: Path) -> list[str]:
+    """The top-level subcommands of tree ``src``."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import json; from dlsched.cli.group import COMMANDS; "
+         "print(json.dumps(list(COMMANDS)))"],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    names: list[str] = json.loads(done.stdout)
+    return names
+
+
+def machine() -> str:
+    """The CPU model, the date and the load average, for the results' heading."""
+    model = "unknown CPU"
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    for line in lscpu.splitlines():
+        if line.startswith("Model name:"):
+            model = line.split(":", 1)[1].strip()
+    cores = os.cpu_count()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{model}, {cores} cores; {datetime.datetime.now():%Y-%m-%d %H:%M}; load {load}"
+
+
+def small_inputs(work: Path) -> tuple[Path, Path]:
+    """A 10-job slice of a bundled rigid trace and 20 requests of a bundled request trace."""
+    data = ROOT / "src" / "dlsched" / "data"
+    trace = work / "ten_jobs.csv"
+    lines = (data / "traces" / "vc_0e4a51.csv").read_text().splitlines(keepends=True)
+    trace.write_text("".join(lines[:11]))
+    requests = work / "twenty_requests.csv"
+    lines = (data / "inference" / "azure_code_3000.csv").read_text().splitlines(keepends=True)
+    requests.write_text("".join(lines[:21]))
+    return trace, requests
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--baseline-rev", default="791c7ba")
+    parser.add_argument("--baseline-rev", default="51a4f2d")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--budget", type=float, default=0.5, help="CPU seconds a start may take")
     args = parser.parse_args()
-    commands = {
-        "--help": ["--help"],
-        "jobs": ["jobs"],
-        "submit": ["submit", "--gpus", "1", "--name", "bench", "--", "sleep", "1"],
-    }
-    results: dict[tuple[str, str], Measure] = {}
+    print(f"machine: {machine()}", flush=True)
+    results: dict[str, dict[str, Measure]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         trees = {"before": extract_tree(args.baseline_rev, work), "now": ROOT / "src"}
+        trace, requests = small_inputs(work)
+        commands: dict[str, list[str]] = {"--help": ["--help"]}
+        for path in [[name] for name in top_level(trees["now"])] + subcommands(trees["now"]):
+            commands[f"{' '.join(path)} -h"] = [*path, "-h"]
+        commands |= {
+            "list policies": ["list", "policies"],
+            "list placements": ["list", "placements"],
+            "list clusters": ["list", "clusters"],
+            "preset list": ["preset", "list"],
+            "simulate (10 rigid jobs)": [
+                "simulate", "--trace", str(trace), "--cluster", "32x8",
+                "--out", str(work / "sim"), "--force",
+            ],
+            "serve-sim (20 requests)": [
+                "serve-sim", str(requests), "--out", str(work / "serve-sim"), "--force"
+            ],
+            "jobs": ["jobs"],
+            "submit": ["submit", "--gpus", "1", "--name", "bench", "--", "sleep", "1"],
+        }  # fmt: skip
         with fake_service(trees["now"], work) as (url, token):
             env = {**os.environ, "DLSCHED_URL": url, "DLSCHED_TOKEN_FILE": str(token)}
             for name, argv in commands.items():
-                for tree, src in trees.items():
-                    found = measure(src, argv, env, args.repeat)
-                    results[(name, tree)] = found
+                results[name] = measure_both(trees, argv, env, args.repeat)
+                for tree, found in results[name].items():
                     print(json.dumps({"command": name, "tree": tree, **asdict(found)}), flush=True)
-    print()
+    print(f"\nmachine at the end: {machine()}\n")
     print(
-        "| command | CPU before (s) | CPU now (s) | before / now | wall now (s) "
-        "| imports before (s) | imports now (s) | heavy modules now |"
+        f"| command | CPU before (s) | CPU now (s) | before / now | wall now (s) "
+        f"| imports before (s) | imports now (s) | heavy modules now | ≤ {args.budget:g} CPU-s |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in commands:
-        b, n = results[(name, "before")], results[(name, "now")]
+        b, n = results[name]["before"], results[name]["now"]
+        failed = " (exit " + ",".join(map(str, n.exit_codes)) + ")" if n.exit_codes != [0] else ""
         print(
-            f"| `dlsched {name}` | {b.cpu_s:.2f} | {n.cpu_s:.2f} | {b.cpu_s / n.cpu_s:.1f}x "
-            f"| {n.wall_s:.2f} | {b.import_s:.2f} | {n.import_s:.2f} "
-            f"| {', '.join(n.heavy) or 'none'} |"
+            f"| `dlsched {name}`{failed} | {b.cpu_s:.2f} | {n.cpu_s:.2f} "
+            f"| {b.cpu_s / n.cpu_s:.1f}x | {n.wall_s:.2f} | {b.import_s:.2f} | {n.import_s:.2f} "
+            f"| {', '.join(n.heavy) or 'none'} | {'yes' if n.cpu_s <= args.budget else 'no'} |"
         )
 
 

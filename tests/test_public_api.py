@@ -96,3 +96,18 @@ def test_no_lazy_name_is_also_a_submodule(package: str) -> None:
     module = importlib.import_module(package)
     submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
     assert not submodules & set(module.__all__)
+
+
+def test_the_policy_catalog_imports_no_allocation_policy() -> None:
+    """``dlsched.policy_catalog()`` lists the elastic and PS policies from their declarations
+    (dlsched.policy.catalog): none of them, nor scipy's optimizers, is imported."""
+    code = (
+        "import sys, dlsched\n"
+        "names = {name for name, _, _ in dlsched.policy_catalog()}\n"
+        "assert {'fifo', 'pollux', 'gavel', 'smd'} <= names, names\n"
+        "loaded = [m for m in sys.modules if m.startswith(('dlsched.elastic', 'dlsched.ps', "
+        "'scipy.optimize'))]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

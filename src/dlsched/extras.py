@@ -16,7 +16,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "analysis": ("matplotlib",),
     "predict": ("lightgbm",),
     "elastic": ("sklearn",),
-    "service": ("fastapi", "uvicorn", "httpx"),
+    # The service's client (dlsched submit, jobs, cancel) is on the standard library.
+    "service": ("fastapi", "uvicorn"),
     "postgres": ("psycopg",),
     "ray": ("ray",),
     "train": ("torch",),

@@ -18,11 +18,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from dlsched.runner import Experiment, Selection, load_trace
-from dlsched.sim.config import SimConfig
-from dlsched.sim.simulator import simulate
 from dlsched.trace.bundled import bundled_trace_path
+
+if TYPE_CHECKING:
+    from dlsched.runner import Experiment, Selection
+    from dlsched.sim.config import SimConfig
+
+# The runner and the simulator (numpy, pyarrow, the policies) are imported by what runs a
+# preset, not by listing them: ``dlsched preset list`` imports neither.
 
 HELIOS_ARTIFACT_FIFO_QUEUE_S = 56_531.0
 """Average FIFO queueing delay of the Helios artifact on Philly (seeds.md 1.2)."""
@@ -33,19 +38,31 @@ HELIOS_PHILLY_LOAD_SCALE = 6.98
 
 @dataclass(frozen=True)
 class Preset:
-    """A named setup: trace, cluster, job selection and placement; policies vary per run."""
+    """A named setup: trace, cluster, job selection (submit times from ``start`` to ``end``,
+    GPU jobs only with ``gpu_only``) and placement; policies vary per run."""
 
     name: str
     description: str
     trace: str
     cluster: str
-    selection: Selection
+    start: str | None = None
+    end: str | None = None
+    gpu_only: bool = False
     placement: str = "consolidate"
     default_load_scale: float = 1.0
+
+    @property
+    def selection(self) -> Selection:
+        """The preset's job selection at load scale 1."""
+        from dlsched.runner import Selection
+
+        return Selection(start=self.start, end=self.end, gpu_only=self.gpu_only)
 
     def experiment(self, sim: SimConfig, load_scale: float | None = None) -> Experiment:
         """The experiment for ``sim`` (its policy, estimator, seed...) under this preset. The
         preset's placement replaces ``sim.placement``; ``load_scale`` overrides the default."""
+        from dlsched.runner import Experiment
+
         scale = self.default_load_scale if load_scale is None else load_scale
         if not (scale > 0 and math.isfinite(scale)):
             raise ValueError(f"load scale must be positive and finite, got {scale}")
@@ -68,7 +85,9 @@ def presets() -> dict[str, Preset]:
         ),
         trace=str(bundled_trace_path("philly_2017-10-01_2017-12-01")),
         cluster="philly-vcs",
-        selection=Selection(start="2017-10-01", end="2017-12-01", gpu_only=True),
+        start="2017-10-01",
+        end="2017-12-01",
+        gpu_only=True,
         default_load_scale=HELIOS_PHILLY_LOAD_SCALE,
     )
     return {helios.name: helios}
@@ -84,6 +103,9 @@ def get_preset(name: str) -> Preset:
 def fifo_queue_at(preset: Preset, load_scale: float, seed: int = 0) -> float:
     """Average FIFO queueing delay (s) of ``preset`` at ``load_scale``."""
     from dlsched.cluster.parse import resolve_cluster
+    from dlsched.runner import load_trace
+    from dlsched.sim.config import SimConfig
+    from dlsched.sim.simulator import simulate
 
     exp = preset.experiment(SimConfig(policy="fifo", seed=seed), load_scale)
     summary = simulate(load_trace(exp), resolve_cluster(exp.cluster), exp.sim).summary

@@ -7,6 +7,7 @@ makes ``import name`` fail exactly as it does where the package is not installed
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -29,6 +30,11 @@ from dlsched.trace.bundled import bundled_trace_path
 PHILLY_2000 = bundled_trace_path("philly_jobs_2000")  # jobs name Philly VCs
 VC_SLICE = bundled_trace_path("vc_0e4a51")
 HEAVY = ("numpy", "pyarrow", "scipy", "dlsched.sim", "dlsched.elastic", "dlsched.runner")
+OPTIONAL = ("scipy.optimize", "dlsched.elastic", "dlsched.ps", "dlsched.tenancy", "dlsched.serving")
+"""What a run of rigid jobs never needs: the other job kinds, queues, serving, the LP solvers."""
+SERVICE_ONLY = ("fastapi", "uvicorn", "starlette", "httpx", "httpcore")
+"""The modules of the ``service`` extra (and what they bring), which the client commands need
+none of."""
 
 
 def invoke(*args: str | Path) -> Result:
@@ -88,6 +94,11 @@ def imported_modules(args: Sequence[str], env: dict[str, str]) -> tuple[int, set
     return done.returncode, set(json.loads(line.removeprefix("MODULES ")))
 
 
+def under(modules: set[str], prefixes: Sequence[str]) -> list[str]:
+    """The ``modules`` that are one of ``prefixes`` or inside one of them."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
 def test_help_jobs_and_submit_import_no_simulator_numpy_or_scipy(tmp_path: Path) -> None:
     from dlsched.service.server import Service, ServiceConfig
     from tests.service.helpers import serving
@@ -105,6 +116,134 @@ def test_help_jobs_and_submit_import_no_simulator_numpy_or_scipy(tmp_path: Path)
             assert code == 0, args
             heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
             assert heavy == [], (args, heavy)
+            assert under(modules, SERVICE_ONLY) == [], args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list", "policies"], ["list", "placements"], ["list", "clusters"], ["preset", "list"]],
+)
+def test_listings_import_no_simulator_numpy_or_optional_part(args: list[str]) -> None:
+    """Listing policies (elastic and PS ones included) imports no policy that needs numpy or
+    scipy's optimizers (dlsched.policy.catalog declares them), and listing presets no runner."""
+    code, modules = imported_modules(args, dict(os.environ))
+    assert code == 0, args
+    assert under(modules, HEAVY) == [], args
+    assert under(modules, OPTIONAL) == [], args
+
+
+RIGID_RUN_PENDING = ("dlsched.ps", "dlsched.tenancy")
+"""Still imported by a rigid run, from modules outside the import fix of issue 31:
+``dlsched.sim.kinds`` imports ``dlsched.ps.job`` and ``dlsched.ps.zoo`` at its top, and the
+simulator's summary of a run without queues takes its (null) tenant keys from
+``dlsched.tenancy.report``. :func:`test_a_rigid_run_imports_no_other_kind_or_queues` says when
+that is fixed (then drop this)."""
+
+
+def rigid_run_modules(tmp_path: Path) -> set[str]:
+    """The modules ``dlsched simulate`` of a 10-job rigid slice of a bundled trace imports."""
+    trace = tmp_path / "ten.csv"
+    trace.write_text("".join(VC_SLICE.read_text().splitlines(keepends=True)[:11]))
+    args = ["simulate", "--trace", str(trace), "--cluster", "32x8", "--out", str(tmp_path / "r")]
+    code, modules = imported_modules(args, dict(os.environ))
+    assert code == 0
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["jobs"] == 10
+    return modules
+
+
+def test_a_rigid_run_imports_no_allocation_policy_or_serving(tmp_path: Path) -> None:
+    """A rigid run imports nothing of elastic or parameter-server scheduling (their policies,
+    adapters, scipy's optimizers) nor of serving."""
+    modules = rigid_run_modules(tmp_path)
+    assert under(modules, [m for m in OPTIONAL if m not in RIGID_RUN_PENDING]) == []
+    assert "dlsched.sim.elastic_adapter" not in modules
+    assert "dlsched.sim.ps_adapter" not in modules
+
+
+@pytest.mark.xfail(strict=True, reason="RIGID_RUN_PENDING: dlsched.sim.kinds, tenant keys")
+def test_a_rigid_run_imports_no_other_kind_or_queues(tmp_path: Path) -> None:
+    assert under(rigid_run_modules(tmp_path), RIGID_RUN_PENDING) == []
+
+
+BLOCK_SERVICE = """
+import sys
+
+class Uninstalled:
+    \"\"\"Finds the modules of the service extra nowhere, as where it is not installed.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Uninstalled())
+from dlsched.cli.main import app
+try:
+    app(args=sys.argv[1:], prog_name="dlsched")
+finally:
+    loaded = sorted(m for m in sys.modules if m.partition(".")[0] in BLOCKED)
+    assert not loaded, loaded
+"""
+
+
+def test_the_client_commands_need_no_service_extra(tmp_path: Path) -> None:
+    """``pip install dlsched`` (no ``service`` extra) is enough to submit to a running service,
+    list its jobs and cancel them: against a real ``dlsched serve --backend fake``, the client
+    commands run where fastapi, uvicorn and httpx cannot be imported."""
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dlsched.cli.main", "serve", "--backend", "fake",
+             "--db", "state.db", "--port", "0", "--round", "0.2"],
+            cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    try:
+        text = _wait_for(log, "dlsched service at ", proc, 60)
+        url = next(w for w in text.split() if w.startswith("http://")).rstrip("/")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DLSCHED_")}
+        env |= {"DLSCHED_URL": url, "DLSCHED_TOKEN_FILE": str(tmp_path / "state.db.token")}
+        blocked = f"BLOCKED = {SERVICE_ONLY!r}\n" + BLOCK_SERVICE
+
+        def client(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-c", blocked, *args],
+                capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60,
+            )  # fmt: skip
+
+        refused = client("serve", "--db", "other.db")
+        assert one_line_error(refused) == (
+            "error: dlsched serve needs fastapi (the 'service' extra): "
+            "pip install 'dlsched[service]'"
+        )
+        first = client("submit", "--gpus", "1", "--name", "first", "--", "sleep", "1000")
+        assert first.returncode == 0, first.stderr
+        assert first.stdout == "submitted j1 (first, 1 GPUs)\n"
+        second = client("submit", "--gpus", "2", "--name", "second", "--", "true")
+        assert second.returncode == 0, second.stderr
+        listed = client("jobs", "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert [(j["id"], j["name"]) for j in json.loads(listed.stdout)] == [
+            ("j1", "first"),
+            ("j2", "second"),
+        ]
+        table = client("jobs", "--user", getpass.getuser())
+        assert table.returncode == 0 and "first" in table.stdout and "second" in table.stdout
+        cancelled = client("cancel", "j1")
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert cancelled.stdout.startswith("j1: ")
+        deadline = time.monotonic() + 30
+        while (state := json.loads(client("jobs", "--json").stdout)[0]["state"]) != "CANCELLED":
+            assert time.monotonic() < deadline, state
+            time.sleep(0.2)
+        unknown = client("cancel", "j99")
+        assert unknown.returncode == 1 and "HTTP 404" in one_line_error(unknown)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    gone = client("jobs")
+    assert gone.returncode == 1
+    assert f"cannot reach the service at {url}" in one_line_error(gone)
 
 
 def test_version_short_help_and_the_command_list() -> None:
@@ -272,11 +411,6 @@ def test_runs_that_would_simulate_no_job_are_refused(tmp_path: Path) -> None:
             "lightgbm",
             "dlsched energy replay needs lightgbm (the 'predict' extra): "
             "pip install 'dlsched[predict]'",
-        ),
-        (
-            ["jobs"],
-            "httpx",
-            "dlsched jobs needs httpx (the 'service' extra): pip install 'dlsched[service]'",
         ),
         (
             ["serve", "--db", "state.db"],

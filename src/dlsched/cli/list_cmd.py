@@ -7,8 +7,8 @@ import typer
 from dlsched.cli.columns import two_columns
 from dlsched.cluster.builtin import list_builtin_clusters
 from dlsched.placement.registry import placers
+from dlsched.policy.catalog import policy_catalog
 from dlsched.power.registry import power_managers
-from dlsched.sim.groups import policy_catalog
 
 list_app = typer.Typer(
     help="List policies, placements, power managers and built-in clusters.", no_args_is_help=True

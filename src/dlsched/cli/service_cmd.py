@@ -1,8 +1,11 @@
 """``dlsched serve | submit | jobs | cancel``: run the live service and talk to it.
 
-The service needs the ``service`` extra (``pip install 'dlsched[service]'``); these commands
-check for it first and import it only when run, so the rest of the CLI works without it. The
-client commands import nothing of the simulator (they start in a fraction of a second).
+The service needs the ``service`` extra (``pip install 'dlsched[service]'``); ``serve`` checks
+for it first and imports it only when run, so the rest of the CLI works without it. The client
+commands (``submit``, ``jobs``, ``cancel``) need only the core: their client
+(:mod:`dlsched.service.api.client`) is built on the standard library, and they import nothing
+of the simulator, so they start in a fraction of a second on any machine with ``pip install
+dlsched``.
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ TokenOpt = Annotated[
 
 @contextmanager
 def _client(url: str | None, token_file: Path | None) -> Iterator[ServiceClient]:
-    """A client of the service (callers first :func:`require` the service extra, naming
-    themselves in the message)."""
+    """A client of the service; a :class:`~dlsched.service.api.client.ClientError` (the
+    service cannot be reached, or refused the request) is printed as one line, exit status 1."""
     from dlsched.service.api.client import ClientError, ServiceClient, resolve_endpoint
 
     try:
@@ -234,7 +237,6 @@ def submit(
         body["max_gpus"] = max_gpus
     if queue is not None:
         body["queue"] = queue
-    require("dlsched submit", "service")
     with _client(url, token_file) as client:
         job = client.submit(body)
     typer.echo(f"submitted {job['id']} ({job['name']}, {job['gpus']} GPUs)")
@@ -259,7 +261,6 @@ def jobs(
 ) -> None:
     """List jobs: queue, running and finished, with the GPUs they hold (an elastic job: its
     current count, and the requested one beside it when they differ) and their nodes."""
-    require("dlsched jobs", "service")
     with _client(url, token_file) as client:
         records = client.jobs(state, user)
     if as_json:
@@ -307,7 +308,6 @@ def cancel(
     token_file: TokenOpt = None,
 ) -> None:
     """Cancel a job (a running one is stopped first)."""
-    require("dlsched cancel", "service")
     with _client(url, token_file) as client:
         record = client.cancel(job)
     typer.echo(f"{record['id']}: {record['state']}")

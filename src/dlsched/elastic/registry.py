@@ -1,19 +1,20 @@
-"""Elastic policies by name: every module of :mod:`dlsched.elastic.policies` that defines an
-:class:`~dlsched.elastic.policy.ElasticPolicy` subclass with a ``name`` (see
+"""Elastic policies by name: the built-ins of :mod:`dlsched.elastic.policies`, declared in
+:data:`dlsched.policy.catalog.ELASTIC_POLICIES` so that each is imported only when a run names
+it (an elastic run under Pollux imports nothing of Gavel's LP solver), and the classes other
+distributions list under the entry-point group ``dlsched.elastic_policies`` (see
 :mod:`dlsched.registry`)."""
 
 from __future__ import annotations
 
-from functools import cache
+from typing import TYPE_CHECKING
 
-from dlsched.elastic.policy import ElasticPolicy
-from dlsched.registry import build, discover, lookup
+from dlsched.policy.catalog import elastic_policies
+from dlsched.registry import build, lookup
 
+if TYPE_CHECKING:
+    from dlsched.elastic.policy import ElasticPolicy
 
-@cache
-def elastic_policies() -> dict[str, type[ElasticPolicy]]:
-    """All elastic policy classes by name."""
-    return discover("dlsched.elastic.policies", ElasticPolicy, "dlsched.elastic_policies")  # type: ignore[type-abstract]
+__all__ = ["create_elastic_policy", "elastic_policies"]
 
 
 def create_elastic_policy(name: str, options: dict[str, str] | None = None) -> ElasticPolicy:

@@ -20,22 +20,37 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from dlsched.cluster.state import ClusterState
-from dlsched.elastic.registry import elastic_policies
-from dlsched.perf.elastic_progress import ElasticModel
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID
-from dlsched.perf.perfbook import PerfBook
 from dlsched.placement.base import Placer
+from dlsched.policy.catalog import PS_POLICIES, elastic_policies
+from dlsched.policy.catalog import policy_catalog as policy_catalog  # dlsched's API
 from dlsched.policy.registry import create_policy, policies
-from dlsched.ps.machines import Machine
-from dlsched.ps.policies import POLICY_NAMES as PS_POLICY_NAMES
-from dlsched.ps.policies import make_policy as make_ps_policy
 from dlsched.registry import build, lookup
 from dlsched.scheduler.allocation import AllocationScheduler, AnyScheduler
 from dlsched.scheduler.cycle import KindPlacer, Scheduler
-from dlsched.sim.elastic_adapter import ElasticAdapter
-from dlsched.sim.ps_adapter import PsAdapter, PsPlacer
+
+if TYPE_CHECKING:
+    from dlsched.perf.elastic_progress import ElasticModel
+    from dlsched.perf.perfbook import PerfBook
+    from dlsched.ps.machines import Machine
+    from dlsched.ps.policy_base import PsPolicy
+
+# The elastic and parameter-server sides (their policies and adapters, which bring numpy and
+# scipy's optimizers) are imported only by a run with jobs of that kind: a rigid run imports
+# nothing of dlsched.elastic or dlsched.ps.
+PS_POLICY_NAMES: tuple[str, ...] = tuple(d.name for d in PS_POLICIES)
+"""The allocation policies of parameter-server jobs (:mod:`dlsched.ps.policies`)."""
+
+
+def make_ps_policy(name: str) -> PsPolicy:
+    """A fresh parameter-server policy ``name`` (:func:`dlsched.ps.policies.make_policy`)."""
+    from dlsched.ps.policies import make_policy
+
+    return make_policy(name)
+
 
 ALLOCATION_KINDS = {ELASTIC: "elastic", PS: "ps"}
 DEFAULT_PLACEMENT = "consolidate"
@@ -65,20 +80,6 @@ def allocation_policy_names(kind: int) -> tuple[str, ...]:
     if kind == PS:
         return tuple(sorted(PS_POLICY_NAMES))
     return ()
-
-
-def policy_catalog() -> list[tuple[str, str, str]]:
-    """Every policy a run may name: ``(name, job kinds it schedules, description)``, ordering
-    policies first."""
-    out: list[tuple[str, str, str]] = []
-    for name, cls in sorted(policies().items()):
-        kinds = "rigid" if cls.needs_run_time or cls.needs_estimate else "rigid, elastic, ps"
-        out.append((name, kinds, cls.description))
-    for name, ecls in sorted(elastic_policies().items()):
-        out.append((name, "elastic", ecls.description))
-    for name in sorted(PS_POLICY_NAMES):
-        out.append((name, "ps", str(getattr(make_ps_policy(name), "description", ""))))
-    return out
 
 
 def policy_for(kind: int, policy: str, kind_policies: Mapping[str, str]) -> str:
@@ -192,6 +193,8 @@ def build_groups(
             continue
         opts = options_for(kind, default, options)
         if kind == ELASTIC:
+            from dlsched.sim.elastic_adapter import ElasticAdapter
+
             assert elastic is not None
             cls = lookup(elastic_policies(), name, "elastic policy")
             make = partial(build, cls, opts)
@@ -199,6 +202,8 @@ def build_groups(
             adapter = ElasticAdapter(make, state, elastic[0], elastic[1], seed)
             groups.append(Group(name, (kind,), AllocationScheduler(adapter, state), False, 0))
         else:
+            from dlsched.sim.ps_adapter import PsAdapter
+
             assert machines is not None
             if opts:
                 raise PolicyChoiceError(f"policy {name!r} for ps jobs takes no options")
@@ -212,6 +217,8 @@ def build_groups(
     for i, g in enumerate(ordered):
         g.priority = (20 if g.ordering else 10) + i
         if g.ordering and PS in g.kinds and machines is not None:
+            from dlsched.sim.ps_adapter import PsPlacer
+
             placers: dict[int, KindPlacer] = {PS: PsPlacer(machines)}
             assert isinstance(g.scheduler, Scheduler)
             g.scheduler.kind_placers = placers

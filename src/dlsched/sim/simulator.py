@@ -24,7 +24,7 @@ import math
 import time as wallclock
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -41,10 +41,8 @@ from dlsched.perf.elastic_progress import ElasticModel, new_state
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID, ProgressModel, ReplayModel
 from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
 from dlsched.perf.profiles import APPLICATIONS
-from dlsched.perf.ps_progress import PsModel
 from dlsched.placement.registry import create_placer
 from dlsched.power.registry import create_power_manager
-from dlsched.ps.machines import machines_from_cluster
 from dlsched.scheduler.allocation import AllocationScheduler
 from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan
@@ -55,12 +53,14 @@ from dlsched.sim.groups import Group, build_groups
 from dlsched.sim.job import DONE, PENDING, RUNNING, KindJob, SimJob
 from dlsched.sim.kinds import KindColumns, check_elastic, kind_columns, ps_job
 from dlsched.sim.power_states import NodePower
-from dlsched.sim.ps_adapter import why_never_runs
 from dlsched.sim.report import kind_summary
-from dlsched.tenancy.report import no_tenants, tenant_summary
-from dlsched.tenancy.series import quota_series
-from dlsched.tenancy.stage import AdmissionStage, Decision
 from dlsched.trace.schema import Trace
+
+if TYPE_CHECKING:
+    from dlsched.tenancy.stage import AdmissionStage, Decision
+
+# The parameter-server side (dlsched.ps) and the admission stage (dlsched.tenancy) are imported
+# only by a run that has PS jobs or queues.
 
 P_NODE, P_FINISH, P_ARRIVAL, P_POWER = 0, 1, 2, 40
 ProgressFn = Callable[[int, int], None]
@@ -156,6 +156,9 @@ class Simulator:
             elastic = (model, perf)
         machines = None
         if PS in present:
+            from dlsched.perf.ps_progress import PsModel
+            from dlsched.ps.machines import machines_from_cluster
+
             machines = machines_from_cluster(cluster)
             self.models[PS] = PsModel(machines)
         self.groups, self.group_of = build_groups(
@@ -362,8 +365,13 @@ class Simulator:
         summary.update(self._topology_summary())
         tenants: pa.Table | None = None
         if self.admission is None:
+            from dlsched.tenancy.report import no_tenants
+
             summary.update(no_tenants())
         else:
+            from dlsched.tenancy.report import tenant_summary
+            from dlsched.tenancy.series import quota_series
+
             total = float(sum(self.state.pool_total_gpus))
             summary.update(tenant_summary(jobs, self.admission, end, total))
             tenants = quota_series(self.admission, summary["tenants"])
@@ -545,6 +553,9 @@ class Simulator:
             return sched.never_fits_job(job.pool, job)
         if job.kind != PS:
             return None
+        from dlsched.perf.ps_progress import PsModel
+        from dlsched.sim.ps_adapter import why_never_runs
+
         model = self.models[PS]
         assert isinstance(model, PsModel)
         machines = [model.machines[n] for n in self.state.pool_nodes[job.pool]]
@@ -567,6 +578,7 @@ class Simulator:
         decide whole allocations, beyond the requested sizes quotas are charged for)."""
         from dlsched.tenancy.manifests import read_manifests
         from dlsched.tenancy.queue_map import QueueMap, read_queue_map
+        from dlsched.tenancy.stage import AdmissionStage
 
         allocating = [g.policy for g in self.groups if not g.ordering]
         if allocating:

@@ -4,17 +4,27 @@ It finds the service through explicit arguments (``--url``, ``--token-file``), e
 ``DLSCHED_URL`` and ``DLSCHED_TOKEN`` (or ``DLSCHED_TOKEN_FILE``), else
 ``http://127.0.0.1:8765/`` and the token file ``state.db.token`` in the current directory (the
 defaults of ``dlsched serve``). A refused request (401) says where the token was looked for.
+
+It is built on the standard library's :mod:`http.client`, not on the ``service`` extra: the
+machines jobs are submitted from need only ``pip install dlsched``, and ``dlsched submit`` or
+``dlsched jobs`` imports nothing beyond it (an HTTP library such as httpx would add a tenth of
+a second of imports to every call, and five packages to every install, for one JSON request).
+It speaks HTTP/1.1 over one kept-alive connection, ``http://`` or ``https://`` (verified
+against the system's certificates), to the URL itself: proxy variables (``HTTP_PROXY``...) are
+not used, as the service is reached directly where jobs are submitted.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
+import select
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8765/"
 DEFAULT_TOKEN_FILE = Path("state.db.token")
@@ -72,19 +82,52 @@ def _read_token(path: Path) -> str:
 
 
 class ServiceClient:
-    """Calls the API at ``url`` with ``token`` (needed for submit and cancel); ``token_from``
-    says where the token came from, for the message of a refused request."""
+    """Calls the API at ``url`` (``http://HOST[:PORT][/PREFIX]`` or ``https://...``) with
+    ``token`` (needed for submit and cancel), waiting at most ``timeout`` seconds for each
+    connection and answer; ``token_from`` says where the token came from, for the message of a
+    refused request. Every failure is a :class:`ClientError`: a URL of another scheme (when
+    made), a service that cannot be reached or does not answer JSON, or an HTTP error status
+    (its message carries the API's ``detail``). Not thread-safe: one client per thread."""
 
     def __init__(
         self, url: str, token: str | None, timeout: float = 30.0, token_from: str | None = None
     ) -> None:
         self.url = url.rstrip("/")
         self.token_from = token_from
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.timeout = timeout
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ClientError(
+                f"{url}: not a service URL; give http://HOST:PORT (or https://...) with --url "
+                "or DLSCHED_URL"
+            )
+        self._scheme = parts.scheme
+        self._netloc = parts.netloc
+        self._prefix = parts.path.rstrip("/")
+        self._headers = {"Accept": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._conn: http.client.HTTPConnection | None = None
 
     def close(self) -> None:
-        self._http.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """The kept-alive connection, or a new one if the service has closed it since (it
+        times idle connections out): the check httpx makes before reusing one."""
+        conn = self._conn
+        if conn is not None and conn.sock is not None:
+            readable, _, _ = select.select([conn.sock], [], [], 0)
+            if readable:  # end of file (closed by the service) or stray bytes: start anew
+                self.close()
+        if self._conn is None:
+            if self._scheme == "https":
+                self._conn = http.client.HTTPSConnection(self._netloc, timeout=self.timeout)
+            else:
+                self._conn = http.client.HTTPConnection(self._netloc, timeout=self.timeout)
+        return self._conn
 
     def __enter__(self) -> ServiceClient:
         return self
@@ -92,27 +135,58 @@ class ServiceClient:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
+        """The decoded JSON answer to ``method path`` (``path`` already quoted; ``body`` sent
+        as JSON, ``params`` as the query string); :class:`ClientError` otherwise (class
+        docstring)."""
+        target = self._prefix + path
+        if params:
+            target += "?" + urllib.parse.urlencode(params)
+        headers = dict(self._headers)
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
         try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
+            conn = self._connection()
+            conn.request(method, target, body=payload, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            reason = str(exc) or type(exc).__name__
             raise ClientError(
-                f"cannot reach the service at {self.url}: {exc}; is dlsched serve running "
+                f"cannot reach the service at {self.url}: {reason}; is dlsched serve running "
                 "there? Point the client elsewhere with --url or DLSCHED_URL"
             ) from None
-        if response.status_code >= 400:
-            try:
-                detail = response.json().get("detail", response.text)
-            except ValueError:
-                detail = response.text
-            message = f"{method} {path}: HTTP {response.status_code}: {detail}"
-            if response.status_code == 401 and self.token_from is not None:
+        if response.will_close:
+            self.close()
+        text = data.decode("utf-8", errors="replace")
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            answer = None
+            if response.status < 400:
+                raise ClientError(
+                    f"{method} {path}: {self.url} answered HTTP {response.status} without "
+                    "JSON; is it a dlsched service?"
+                ) from None
+        if response.status >= 400:
+            detail = answer.get("detail", text) if isinstance(answer, dict) else text
+            message = f"{method} {path}: HTTP {response.status}: {detail}"
+            if response.status == 401 and self.token_from is not None:
                 message += f". The token was taken from {self.token_from}; {TOKEN_FIX}"
             raise ClientError(message)
-        return response.json()
+        return answer
 
     def submit(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/jobs", json=dict(body))
+        result: dict[str, Any] = self._call("POST", "/jobs", body=dict(body))
         return result
 
     def jobs(self, state: str | None = None, user: str | None = None) -> list[dict[str, Any]]:
@@ -121,11 +195,11 @@ class ServiceClient:
         return result
 
     def job(self, job_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/jobs/{job_id}")
+        result: dict[str, Any] = self._call("GET", f"/jobs/{_segment(job_id)}")
         return result
 
     def cancel(self, job_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/jobs/{job_id}")
+        result: dict[str, Any] = self._call("DELETE", f"/jobs/{_segment(job_id)}")
         return result
 
     def cluster(self) -> dict[str, Any]:
@@ -135,3 +209,8 @@ class ServiceClient:
     def metrics(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/metrics")
         return result
+
+
+def _segment(text: str) -> str:
+    """``text`` as one segment of a URL path (a ``/`` in a job id cannot reach another route)."""
+    return urllib.parse.quote(text, safe="")
