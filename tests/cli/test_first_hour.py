@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from dlsched.cli.group import COMMANDS, load_command
+from dlsched.cli.group import BLAS_SPIN, COMMANDS, calm_blas_threads, load_command
 from dlsched.cli.main import app
 from dlsched.extras import EXTRAS, MissingExtra, explain
 from dlsched.trace.bundled import bundled_trace_path
@@ -117,6 +117,23 @@ def test_help_jobs_and_submit_import_no_simulator_numpy_or_scipy(tmp_path: Path)
             heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
             assert heavy == [], (args, heavy)
             assert under(modules, SERVICE_ONLY) == [], args
+
+
+def test_blas_threads_stop_spinning_unless_the_user_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every command shortens how long OpenBLAS's idle threads spin (their default spin is CPU
+    time a command pays on every other core as soon as numpy loads), in the C environment only:
+    the user's own setting stands, and ``os.environ``, which the jobs a service starts copy,
+    stays as it was."""
+    name, value = BLAS_SPIN
+    set_now: list[tuple[str, str]] = []
+    monkeypatch.setattr(os, "putenv", lambda k, v: set_now.append((k, v)))
+    monkeypatch.delenv(name, raising=False)
+    assert calm_blas_threads() and set_now == [(name, value)]
+    assert name not in os.environ
+    set_now.clear()
+    assert not calm_blas_threads({name: "28"}) and set_now == []
 
 
 @pytest.mark.parametrize(
