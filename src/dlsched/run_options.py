@@ -24,11 +24,12 @@ import dataclasses
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dlsched.keyvalue import parse_pairs
-from dlsched.runner import Experiment, Selection
-from dlsched.sim.config import CheckpointConfig, FaultConfig, PowerConfig, SimConfig
+
+if TYPE_CHECKING:
+    from dlsched.runner import Experiment
 
 Kind = Literal["str", "int", "float", "bool", "list", "pairs"]
 """``list``: values given repeated or comma-separated; ``pairs``: ``KEY=VALUE`` items, repeated."""
@@ -238,6 +239,11 @@ def experiment_from(given: Mapping[str, Any]) -> Experiment:
     unknown = sorted(set(given) - set(BY_NAME))
     if unknown:
         raise ValueError(f"unknown run option(s) {unknown}; known: {sorted(BY_NAME)}")
+    # The runner brings the simulator: imported when an experiment is made, not with the
+    # options (which every command's help reads).
+    from dlsched.runner import Experiment, Selection
+    from dlsched.sim.config import CheckpointConfig, FaultConfig, PowerConfig, SimConfig
+
     v = {**defaults(), **given}
     check_names(v)
     options = pairs(v["policy_opt"], flag("policy_opt"))

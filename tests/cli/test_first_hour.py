@@ -149,14 +149,6 @@ def test_listings_import_no_simulator_numpy_or_optional_part(args: list[str]) ->
     assert under(modules, OPTIONAL) == [], args
 
 
-RIGID_RUN_PENDING = ("dlsched.ps", "dlsched.tenancy")
-"""Still imported by a rigid run, from modules outside the import fix of issue 31:
-``dlsched.sim.kinds`` imports ``dlsched.ps.job`` and ``dlsched.ps.zoo`` at its top, and the
-simulator's summary of a run without queues takes its (null) tenant keys from
-``dlsched.tenancy.report``. :func:`test_a_rigid_run_imports_no_other_kind_or_queues` says when
-that is fixed (then drop this)."""
-
-
 def rigid_run_modules(tmp_path: Path) -> set[str]:
     """The modules ``dlsched simulate`` of a 10-job rigid slice of a bundled trace imports."""
     trace = tmp_path / "ten.csv"
@@ -172,14 +164,9 @@ def test_a_rigid_run_imports_no_allocation_policy_or_serving(tmp_path: Path) -> 
     """A rigid run imports nothing of elastic or parameter-server scheduling (their policies,
     adapters, scipy's optimizers) nor of serving."""
     modules = rigid_run_modules(tmp_path)
-    assert under(modules, [m for m in OPTIONAL if m not in RIGID_RUN_PENDING]) == []
+    assert under(modules, OPTIONAL) == []
     assert "dlsched.sim.elastic_adapter" not in modules
     assert "dlsched.sim.ps_adapter" not in modules
-
-
-@pytest.mark.xfail(strict=True, reason="RIGID_RUN_PENDING: dlsched.sim.kinds, tenant keys")
-def test_a_rigid_run_imports_no_other_kind_or_queues(tmp_path: Path) -> None:
-    assert under(rigid_run_modules(tmp_path), RIGID_RUN_PENDING) == []
 
 
 BLOCK_SERVICE = """

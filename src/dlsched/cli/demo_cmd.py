@@ -7,11 +7,8 @@ from typing import Annotated
 
 import typer
 
-from dlsched.cli.compare_cmd import compare
 from dlsched.cli.errors import user_errors
 from dlsched.cli.options import ForceOpt
-from dlsched.metrics.rundir import RUN_DIR
-from dlsched.runner import demo_experiments, run_experiment
 
 
 def demo(
@@ -22,6 +19,10 @@ def demo(
 ) -> None:
     """Simulate the bundled Philly VC 0e4a51 slice (990 jobs, 32 nodes x 8 GPUs) under FIFO,
     SJF, SRTF and Tiresias, write a run directory for each, and compare them."""
+    from dlsched.cli.compare_cmd import compare
+    from dlsched.metrics.rundir import RUN_DIR
+    from dlsched.runner import demo_experiments, run_experiment
+
     runs = []
     with user_errors():
         experiments = demo_experiments()

@@ -12,9 +12,7 @@ from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt, ProgressOpt, TraceArg, one_trace, single
 from dlsched.cli.progress import job_progress
 from dlsched.cli.run_options import with_run_options
-from dlsched.metrics.rundir import RUN_DIR
 from dlsched.run_options import experiment_from
-from dlsched.runner import check_extras, run_experiment
 
 POWER_KEYS = (
     "energy_kwh",
@@ -37,6 +35,9 @@ def simulate(
     """Replay a trace on a cluster under a policy; write jobs, timeline, config and summary to
     OUT. With --preset, the preset fixes trace, cluster, job selection and placement. The
     options are those of dlsched sweep, one value each."""
+    from dlsched.metrics.rundir import RUN_DIR
+    from dlsched.runner import check_extras, run_experiment
+
     with user_errors(BAD_ROWS_HINT):
         if trace_arg is not None or values["trace"] is not None:
             values["trace"] = one_trace(trace_arg, values["trace"])

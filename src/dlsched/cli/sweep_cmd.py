@@ -14,8 +14,6 @@ from dlsched.cli.progress import job_progress
 from dlsched.cli.run_options import with_run_options
 from dlsched.extras import install_hint
 from dlsched.run_options import BY_NAME, flag, is_default
-from dlsched.sweep.grid import Grid, load_grid
-from dlsched.sweep.run import run_sweep
 
 ListOpt = list[str] | None
 SERVING_AXES = ("--scheduler", "--router", "--replicas")
@@ -57,6 +55,9 @@ def sweep(
     every other option holds for every cell. Several --queues compare queue configurations on
     the same jobs (the what-if of quotas). An option some cell cannot honour is refused (exit
     2, naming it) before OUT is created."""
+    from dlsched.sweep.grid import Grid, load_grid
+    from dlsched.sweep.run import run_sweep
+
     given = {name: v for name, v in values.items() if not _unset(name, v)}
     if requests is not None:
         serving = {"--scheduler": scheduler, "--router": router, "--replicas": replicas}

@@ -11,7 +11,6 @@ from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt, TraceArg, TraceOpt, one_trace, split_list
 from dlsched.cli.synth_cmd import synth
 from dlsched.cli.trace_merge_cmd import merge_cmd
-from dlsched.runner import Selection, check_has_jobs
 from dlsched.trace.io import PARQUET_FILE, write_parquet
 from dlsched.trace.read import read_trace
 from dlsched.trace.readers import FORMAT_NAMES
@@ -77,6 +76,8 @@ def convert(
     force: ForceOpt = False,
 ) -> None:
     """Convert a trace to dlsched's native Parquet format, optionally selecting jobs."""
+    from dlsched.runner import Selection, check_has_jobs
+
     with user_errors(BAD_ROWS_HINT):
         source = one_trace(path, trace)
         check_format(trace_format)

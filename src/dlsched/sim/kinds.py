@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID
 from dlsched.perf.profiles import APPLICATIONS
-from dlsched.ps.job import PsJob
-from dlsched.ps.zoo import MODEL_NAMES, network
+
+if TYPE_CHECKING:
+    from dlsched.ps.job import PsJob
 
 
 class KindError(ValueError):
@@ -52,8 +54,13 @@ def row_kind(
         return RIGID
     if application is not None and batch_size is not None and application in APPLICATIONS:
         return ELASTIC
-    if application is not None and application in MODEL_NAMES and work_unit == "samples":
-        return PS
+    if application is not None and work_unit == "samples":
+        # The PS zoo is imported only for a row that may be one of its networks: a rigid
+        # trace never loads it.
+        from dlsched.ps.zoo import MODEL_NAMES
+
+        if application in MODEL_NAMES:
+            return PS
     return RIGID
 
 
@@ -118,6 +125,9 @@ def ps_job(
     """The :class:`PsJob` of a PS row; :class:`KindError` naming the field otherwise. Absent
     limits default to the requested shape's (at least 8 workers and 4 PS, as the SMD
     workload)."""
+    from dlsched.ps.job import PsJob
+    from dlsched.ps.zoo import MODEL_NAMES, network
+
     if application is None or application not in MODEL_NAMES:
         raise KindError(
             f"{where}: application: {application!r} is not a network of the PS zoo; expected "

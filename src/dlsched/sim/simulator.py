@@ -365,7 +365,7 @@ class Simulator:
         summary.update(self._topology_summary())
         tenants: pa.Table | None = None
         if self.admission is None:
-            from dlsched.tenancy.report import no_tenants
+            from dlsched.metrics.tenant_keys import no_tenants
 
             summary.update(no_tenants())
         else:

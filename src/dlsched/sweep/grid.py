@@ -42,10 +42,12 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlsched.run_options import AXES, BY_NAME, RunOption, experiment_from, flag, is_default
-from dlsched.runner import Experiment
+
+if TYPE_CHECKING:
+    from dlsched.runner import Experiment
 
 PLURALS = {
     "traces": "trace",

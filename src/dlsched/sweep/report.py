@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
-from scipy import stats
+from scipy.special import stdtrit
 
 from dlsched.extras import installed
 from dlsched.metrics.summary import topology_figures
@@ -116,7 +116,8 @@ def mean_ci(values: list[float]) -> tuple[float, float | None]:
     if arr.size < 2:
         return mean, None
     sem = float(arr.std(ddof=1) / math.sqrt(arr.size))
-    return mean, float(stats.t.ppf(0.975, arr.size - 1) * sem)
+    # Student's t quantile (scipy.stats would import scipy.optimize for this one number).
+    return mean, float(stdtrit(arr.size - 1, 0.975) * sem)
 
 
 def write_report(out: Path) -> bool:

@@ -29,18 +29,6 @@ import pyarrow.compute as pc
 from dlsched.tenancy.admission import CAUSES
 from dlsched.tenancy.stage import AdmissionStage
 
-TENANT_KEYS = (
-    "tenants",
-    "preemptions_by_cause",
-    "tenant_fairness_jain",
-    "tenant_fair_share_max_deviation",
-)
-
-
-def no_tenants() -> dict[str, Any]:
-    """The tenant figures of a run without queues: all null."""
-    return dict.fromkeys(TENANT_KEYS)
-
 
 def _mean(totals: np.ndarray, counts: np.ndarray, i: int) -> float | None:
     """Entry ``i`` of ``totals / counts``, None (not 0) for no values."""
