@@ -188,8 +188,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "queues",
         "str",
         None,
-        "Kueue manifests (YAML file, directory or bundled name): admission by quota first; "
-        "in a sweep, several make cells (the what-if of quotas).",
+        "Kueue manifests (YAML file, directory or bundled name): admission by quota first.",
         "queues",
         axis=True,
     ),

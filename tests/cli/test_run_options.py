@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 
 import dlsched
 from dlsched.cli.main import app
-from dlsched.run_options import AXES, RUN_OPTIONS, experiment_from
+from dlsched.run_options import AXES, BY_NAME, RUN_OPTIONS, experiment_from
 from dlsched.sweep.grid import load_grid
 from dlsched.trace.bundled import bundled_trace_path
 
@@ -38,6 +38,14 @@ def test_every_run_option_is_an_option_of_simulate_and_sweep(command: str) -> No
     shown = set(re.findall(r"--[a-z][a-z0-9-]*", help_of(command)))
     missing = [o.cli_flag for o in RUN_OPTIONS if o.cli_flag not in shown]
     assert not missing, f"{command} lacks {missing}"
+
+
+def test_serve_takes_its_run_options_by_the_same_definitions() -> None:
+    shown = " ".join(help_of("serve").split())
+    for name in ("cluster", "policy", "policy_opt", "placement", "placement_opt", "queues"):
+        option = BY_NAME[name]
+        assert option.cli_flag in shown
+        assert " ".join(option.help.split())[:30] in shown, name
 
 
 def test_every_run_option_is_a_grid_key(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from dlsched.cli.errors import USER_ERROR, print_error, user_errors
 from dlsched.cli.options import parse_options, single
+from dlsched.cli.run_options import with_run_options
 from dlsched.extras import require, require_components
 
 if TYPE_CHECKING:
@@ -55,25 +56,13 @@ def _client(url: str | None, token_file: Path | None) -> Iterator[ServiceClient]
         raise typer.Exit(1) from exc
 
 
+@with_run_options(
+    names=("cluster", "policy", "policy_opt", "placement", "placement_opt", "queues"),
+    defaults={"cluster": "2x4"},
+)
 def serve(
-    cluster: Annotated[str, typer.Option(help="Cluster: built-in name, TOML file or 2x4.")] = "2x4",
-    policy: Annotated[str, typer.Option(help="Scheduling policy (dlsched list policies).")] = (
-        "fifo"
-    ),
-    placement: Annotated[str, typer.Option(help="Placer (dlsched list placements).")] = (
-        "consolidate"
-    ),
-    placement_opt: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Placement option KEY=VALUE (repeatable), as for dlsched simulate; topology: "
-            "required=LEVEL or preferred=LEVEL, LEVEL node, rack or block."
-        ),
-    ] = None,
-    policy_opt: Annotated[
-        list[str] | None,
-        typer.Option(help="Policy option KEY=VALUE (repeatable), as for dlsched simulate."),
-    ] = None,
+    values: dict[str, Any],
+    *,
     backend: Annotated[
         str, typer.Option(help="Where jobs run: local, fake, slurm or ray.")
     ] = "local",
@@ -101,13 +90,6 @@ def serve(
         typer.Option(
             help="Tenants' token file (TOML, mode 0600: admin_token and [tenants.NAME] token, "
             "queues); replaces --token-file. Tenants see and cancel only their own jobs."
-        ),
-    ] = None,
-    queues: Annotated[
-        str | None,
-        typer.Option(
-            help="Kueue manifests (YAML file, directory or bundled name, as simulate --queues): "
-            "jobs are admitted against their queue's quota before the policy sees them."
         ),
     ] = None,
     work_dir: Annotated[
@@ -149,6 +131,9 @@ def serve(
     There is no --comm-model: the service runs real jobs, whose run times are measured, not
     modelled (it is an option of simulate and sweep)."""
     require("dlsched serve", "service")
+    cluster, policy, queues = values["cluster"], values["policy"], values["queues"]
+    placement = values["placement"] or "consolidate"
+    policy_opt, placement_opt = values["policy_opt"], values["placement_opt"]
     with user_errors():
         single(policy, "--policy", "a service runs one policy")
         if tokens is not None and token_file is not None:
