@@ -167,3 +167,17 @@ def test_the_energy_report_cites_only_what_users_have(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "seeds.md" not in (out / "index.html").read_text()
     assert "seeds.md" not in json.dumps(json.loads((out / "stats.json").read_text()))
+
+
+def test_help_paragraphs_are_reflowed_for_the_terminal() -> None:
+    """typer prints a docstring's later paragraphs with the source's line breaks, which the
+    terminal wraps again into ragged lines; every command's help has each paragraph on one
+    line (a paragraph marked with click's \\b keeps its lines)."""
+    from dlsched.cli.group import COMMANDS, load_command, reflow
+
+    assert reflow("a\nb\n\n  c\n  d\n\n\b\nkeep\nlines") == "a b\n\nc d\n\n\b\nkeep\nlines"
+    for name in COMMANDS:
+        command = load_command(name)
+        for sub in [command, *getattr(command, "commands", {}).values()]:
+            for paragraph in (sub.help or "").split("\n\n"):
+                assert "\n" not in paragraph or paragraph.startswith("\b"), (name, paragraph)

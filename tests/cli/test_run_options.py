@@ -40,9 +40,18 @@ def test_every_run_option_is_an_option_of_simulate_and_sweep(command: str) -> No
     assert not missing, f"{command} lacks {missing}"
 
 
-def test_serve_takes_its_run_options_by_the_same_definitions() -> None:
-    shown = " ".join(help_of("serve").split())
-    for name in ("cluster", "policy", "policy_opt", "placement", "placement_opt", "queues"):
+@pytest.mark.parametrize(
+    ("command", "names"),
+    [
+        ("serve", ("cluster", "policy", "policy_opt", "placement", "placement_opt", "queues")),
+        ("serve-sim", ("cluster", "policy", "seed")),
+    ],
+)
+def test_the_service_and_serve_sim_take_run_options_by_the_same_definitions(
+    command: str, names: tuple[str, ...]
+) -> None:
+    shown = " ".join(help_of(command).split())
+    for name in names:
         option = BY_NAME[name]
         assert option.cli_flag in shown
         assert " ".join(option.help.split())[:30] in shown, name

@@ -32,6 +32,8 @@ def test_bundled_trace_writes_a_serving_run(tmp_path: Path) -> None:
     assert 0 < summary["gpu_utilization"] <= 1
     assert summary["energy_j"] > 2 * 8 * (1750.0 / 8) * summary["makespan_s"]
     assert 0 <= summary["slo_attainment"] <= 1
+    # The TBT objective bounds each request's mean gap, and says so by its key.
+    assert summary["slo"] == {"ttft_s": 2.0, "tbt_mean_s": 0.2}
     assert summary["ttft_s"]["p50"] <= summary["ttft_s"]["p99"]
     requests = pq.read_table(out / "jobs.parquet")
     assert requests.num_rows == 3000

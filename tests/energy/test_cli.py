@@ -61,6 +61,9 @@ def test_philly_report_directory(philly_report: tuple[Path, Result]) -> None:
     assert stats["input"]["filled_steps"] == 59
     assert stats["input"]["gaps"][0]["after"] == "2017-10-26 00:00:00"
     assert "filled 59 missing ten-minute steps" in result.output
+    # The headline sets the forecast beside both naive baselines, persistence included.
+    smape = f"persistence {stats['persistence_forecast_smape']:.2f}%"
+    assert "seasonal naive" in result.output and smape in result.output
     page = (out / "index.html").read_text()
     assert 'src="nodes.png"' in page and "forward-filled steps" in page
     assert "SC&#x27;21" in page  # the published figures carry their citation

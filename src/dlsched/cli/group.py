@@ -160,9 +160,29 @@ def load_command(name: str) -> Any:
     parent = typer.Typer(add_completion=False)
     if isinstance(target, typer.Typer):
         parent.add_typer(target, name=name)
-        return typer.main.get_command(parent).commands[name]  # type: ignore[attr-defined]
+        return reflowed(typer.main.get_command(parent).commands[name])  # type: ignore[attr-defined]
     parent.command(name=name)(target)
-    return typer.main.get_command(parent)
+    return reflowed(typer.main.get_command(parent))
+
+
+def reflow(text: str) -> str:
+    """``text`` with each paragraph on one line (paragraphs apart by a blank line); a paragraph
+    that starts with ``\\b`` keeps its lines, as click's convention has it."""
+    paragraphs = [p for p in text.strip().split("\n\n") if p.strip()]
+    return "\n\n".join(
+        p if p.lstrip().startswith("\b") else " ".join(line.strip() for line in p.splitlines())
+        for p in paragraphs
+    )
+
+
+def reflowed(command: Any) -> Any:
+    """``command`` (and its subcommands) with reflowed help: typer prints a docstring's later
+    paragraphs with the line breaks of the source, which the terminal then wraps again."""
+    if getattr(command, "help", None):
+        command.help = reflow(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        reflowed(sub)
+    return command
 
 
 def bug_report(exc: BaseException) -> str:

@@ -6,12 +6,13 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt, one_trace
+from dlsched.cli.run_options import with_run_options
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.metrics.rundir import RUN_DIR
 from dlsched.serving.arrivals import scale_rate
@@ -45,7 +46,9 @@ ONLY_FOR = {
 }
 
 
+@with_run_options(names=("cluster", "policy", "seed"), defaults={"policy": None})
 def serve_sim(
+    values: dict[str, Any],
     requests: Annotated[
         str | None,
         typer.Argument(
@@ -148,13 +151,6 @@ def serve_sim(
             "sized per window by an autoscaler, under --policy."
         ),
     ] = None,
-    cluster: Annotated[
-        str | None, typer.Option(help="With --beside: built-in name, TOML file or 16x8.")
-    ] = None,
-    policy: Annotated[
-        str | None,
-        typer.Option(help="With --beside: serving-first (default) or any job policy."),
-    ] = None,
     window: Annotated[
         float | None, typer.Option(help="Autoscaled: window, s (default 600).")
     ] = None,
@@ -170,11 +166,15 @@ def serve_sim(
         float | None,
         typer.Option(help="Autoscaled: req/s one replica serves at the SLO (default: measured)."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     force: ForceOpt = False,
 ) -> None:
     """Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching
-    over paged KV memory) and write requests, replica timeline, config and summary to OUT."""
+    over paged KV memory) and write requests, replica timeline, config and summary to OUT.
+
+    --cluster and --policy are those of dlsched simulate and apply with --beside (the cluster
+    both share; the policy over training and replicas, serving-first by default); --seed seeds
+    the random router."""
+    cluster, policy, seed = values["cluster"], values["policy"], values["seed"]
     with user_errors(BAD_ROWS_HINT):
         requests = one_trace(requests, trace_option)
         RUN_DIR.check(out, force)
