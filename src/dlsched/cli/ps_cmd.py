@@ -9,20 +9,12 @@ import typer
 
 from dlsched.cli.errors import user_errors
 from dlsched.cli.options import ForceOpt, split_list
-from dlsched.cluster.parse import resolve_cluster
-from dlsched.metrics.rundir import write_run
-from dlsched.outdir import DirKind
-from dlsched.perf.model import PS
-from dlsched.ps.machines import machines_from_cluster
-from dlsched.ps.workload import DEFAULT_TRACE, build_workload, workload_trace
-from dlsched.ps.zoo import MODEL_NAMES, network
-from dlsched.runner import Experiment, run_experiment
-from dlsched.sim.config import SimConfig
-from dlsched.sim.groups import check_choice
-from dlsched.sim.simulator import with_task_resources
-from dlsched.trace.io import PARQUET_FILE, write_parquet
 
 TRACE_FILE = "trace.parquet"
+DEFAULT_TRACE = "philly_jobs_2000"
+"""The bundled trace whose arrivals and GPU requests a PS workload takes by default (the same
+as :data:`dlsched.ps.workload.DEFAULT_TRACE`; a test keeps them equal). The PS model loads when
+a command runs, not for --help."""
 DEFAULT_POLICIES = ("smd", "optimus", "fifo", "tiresias")
 
 ps_app = typer.Typer(
@@ -33,6 +25,8 @@ ps_app = typer.Typer(
 @ps_app.command("zoo")
 def zoo() -> None:
     """Print every network of the zoo: layers, parameters, forward GFLOPs per sample."""
+    from dlsched.ps.zoo import MODEL_NAMES, network
+
     typer.echo(f"{'model':<18} {'layers':>6} {'params (M)':>11} {'GFLOPs':>8} {'batch':>5}  sample")
     for name in MODEL_NAMES:
         net = network(name)
@@ -60,6 +54,12 @@ def workload_cmd(
 ) -> None:
     """Write a PS workload as a trace of `ps` jobs (arrivals and GPU requests from a trace,
     networks from the zoo), to simulate alone or merged with other traces."""
+    from dlsched.cluster.parse import resolve_cluster
+    from dlsched.ps.machines import machines_from_cluster
+    from dlsched.ps.workload import build_workload, workload_trace
+    from dlsched.sim.simulator import with_task_resources
+    from dlsched.trace.io import PARQUET_FILE, write_parquet
+
     with user_errors():
         PARQUET_FILE.check(out, force, inputs=[trace])
         machines = machines_from_cluster(with_task_resources(resolve_cluster(cluster)))
@@ -95,6 +95,18 @@ def simulate_cmd(
     """Simulate a PS workload (arrivals from the Philly trace, networks from the zoo) under
     each policy. Writes OUT/trace.parquet and one standard run directory per policy
     (OUT/POLICY: jobs, timeline, config, summary), which `dlsched compare` and `sweep` read."""
+    from dlsched.cluster.parse import resolve_cluster
+    from dlsched.metrics.rundir import write_run
+    from dlsched.outdir import DirKind
+    from dlsched.perf.model import PS
+    from dlsched.ps.machines import machines_from_cluster
+    from dlsched.ps.workload import build_workload, workload_trace
+    from dlsched.runner import Experiment, run_experiment
+    from dlsched.sim.config import SimConfig
+    from dlsched.sim.groups import check_choice
+    from dlsched.sim.simulator import with_task_resources
+    from dlsched.trace.io import write_parquet
+
     with user_errors():
         names = list(split_list(policy, "--policy")) or list(DEFAULT_POLICIES)
         for name in names:
@@ -120,8 +132,9 @@ def simulate_cmd(
     base = summaries[0]["avg_jct_s"]
     for name, s in zip(names, summaries, strict=True):
         ratio = "" if not base or s["avg_jct_s"] is None else f"  ({s['avg_jct_s'] / base:.2f}x)"
+        # No job finished: no mean JCT, shown as such rather than as 0.
+        jct = "n/a" if s["avg_jct_s"] is None else f"{s['avg_jct_s']:,.0f} s"
         typer.echo(
-            f"{name:<9} mean JCT {s['avg_jct_s'] or 0:>12,.0f} s  run {s['jobs']}  "
-            f"set aside {s['jobs_set_aside']}{ratio}"
+            f"{name:<9} mean JCT {jct:>14}  run {s['jobs']}  set aside {s['jobs_set_aside']}{ratio}"
         )
     typer.echo(f"wrote {out} (compare: dlsched compare {' '.join(str(out / n) for n in names)})")

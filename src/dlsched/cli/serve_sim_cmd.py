@@ -13,28 +13,9 @@ import typer
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt, one_trace
 from dlsched.cli.run_options import with_run_options
-from dlsched.cluster.parse import resolve_cluster
-from dlsched.metrics.rundir import RUN_DIR
-from dlsched.serving.arrivals import scale_rate
-from dlsched.serving.autoscale import Autoscaler
-from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
-from dlsched.serving.cluster import ROUTERS, simulate_serving
-from dlsched.serving.colocated import (
-    autoscaled_serving,
-    measure_capacity,
-    run_colocated,
-    training_summary,
-)
-from dlsched.serving.config import SCHEDULERS, ReplicaConfig
-from dlsched.serving.disaggregated import Pool, simulate_disaggregated
-from dlsched.serving.energy import plain_extra, serving_energy, serving_power
-from dlsched.serving.hardware import kv_blocks, model_shape, swap_seconds_per_token
-from dlsched.serving.metrics import Slo
-from dlsched.serving.perf.deployment import PERF_MODELS, deployment_model
-from dlsched.serving.readers.read import read_requests
-from dlsched.serving.replica_count import replica_steps
-from dlsched.serving.rundir import write_serving_run
-from dlsched.trace.read import read_trace
+from dlsched.serving.bundled import BUNDLED_REQUESTS
+from dlsched.serving.config import SCHEDULERS
+from dlsched.serving.names import PERF_MODELS, ROUTERS
 
 DEFAULT_LINK_GBPS = 400.0  # one 400 Gbit/s NIC per replica: an assumption, not a measurement
 # Scheduler options that only one scheduler reads: given to another, they are refused.
@@ -174,6 +155,30 @@ def serve_sim(
     --cluster and --policy are those of dlsched simulate and apply with --beside (the cluster
     both share; the policy over training and replicas, serving-first by default); --seed seeds
     the random router."""
+    # The simulator and the serving models load when a run starts, not for --help.
+    from dlsched.cluster.parse import resolve_cluster
+    from dlsched.metrics.rundir import RUN_DIR
+    from dlsched.serving.arrivals import scale_rate
+    from dlsched.serving.autoscale import Autoscaler
+    from dlsched.serving.bundled import bundled_requests_path
+    from dlsched.serving.cluster import simulate_serving
+    from dlsched.serving.colocated import (
+        autoscaled_serving,
+        measure_capacity,
+        run_colocated,
+        training_summary,
+    )
+    from dlsched.serving.config import ReplicaConfig
+    from dlsched.serving.disaggregated import Pool, simulate_disaggregated
+    from dlsched.serving.energy import plain_extra, serving_energy, serving_power
+    from dlsched.serving.hardware import kv_blocks, model_shape, swap_seconds_per_token
+    from dlsched.serving.metrics import Slo
+    from dlsched.serving.perf.deployment import deployment_model
+    from dlsched.serving.readers.read import read_requests
+    from dlsched.serving.replica_count import replica_steps
+    from dlsched.serving.rundir import write_serving_run
+    from dlsched.trace.read import read_trace
+
     cluster, policy, seed = values["cluster"], values["policy"], values["seed"]
     with user_errors(BAD_ROWS_HINT):
         requests = one_trace(requests, trace_option)

@@ -18,6 +18,7 @@ import numpy as np
 
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
+from dlsched.serving.names import ROUTERS, STATE_ROUTERS, STATELESS_ROUTERS
 from dlsched.serving.perf.model import IterationModel
 from dlsched.serving.replica import (
     ReplicaSamples,
@@ -28,9 +29,7 @@ from dlsched.serving.replica import (
 )
 from dlsched.serving.requests import RequestTrace
 
-STATELESS_ROUTERS = ("round-robin", "random")
-STATE_ROUTERS = ("least-outstanding-tokens", "kv-aware")
-ROUTERS = (*STATELESS_ROUTERS, *STATE_ROUTERS)
+__all__ = ["ROUTERS", "STATELESS_ROUTERS", "STATE_ROUTERS", "ServingRun", "simulate_serving"]
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dlsched.serving.hardware import gpu_spec, model_shape
+from dlsched.serving.names import PERF_MODELS
 from dlsched.serving.perf.evaluate import split_by_roofline
 from dlsched.serving.perf.linear import fit_linear
 from dlsched.serving.perf.measured import PerfPoint, load_perf_points
 from dlsched.serving.perf.model import IterationModel
 from dlsched.serving.perf.roofline import RooflineModel, fit_efficiencies
 
-PERF_MODELS = ("fitted", "roofline")
-"""``fitted``: the linear model fitted to the deployment's measurements (refused when it has
-none); ``roofline``: the analytic bound over efficiencies fitted to every measurement."""
+__all__ = ["PERF_MODELS", "deployment_model"]
 
 
 def deployment_model(
