@@ -9,13 +9,7 @@ import typer
 
 from dlsched.cli.errors import user_errors
 from dlsched.cli.options import ForceOpt
-from dlsched.trace.synth.data import HELIOS_CLUSTERS, REFERENCE_DAY
-from dlsched.trace.synth.helios import (
-    SYNTH_DIR,
-    HeliosSynthConfig,
-    synthesize_helios,
-    write_helios_synth,
-)
+from dlsched.trace.synth.choices import HELIOS_CLUSTERS, REFERENCE_DAY
 
 _SHOWN = (
     "gpu_jobs_per_day",
@@ -51,6 +45,13 @@ def synth(
     """Generate a Helios-like trace (users, recurring job names, run times, GPUs, states)
     calibrated to the published statistics of a Helios cluster, with its VC cluster, and
     print generated versus published statistics."""
+    from dlsched.trace.synth.helios import (
+        SYNTH_DIR,
+        HeliosSynthConfig,
+        synthesize_helios,
+        write_helios_synth,
+    )
+
     with user_errors():
         SYNTH_DIR.check(out, force)
         config = HeliosSynthConfig(like, days, seed, vc_day=vc_day, rate_scale=rate_scale)

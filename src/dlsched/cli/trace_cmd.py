@@ -11,10 +11,7 @@ from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt, TraceArg, TraceOpt, one_trace, split_list
 from dlsched.cli.synth_cmd import synth
 from dlsched.cli.trace_merge_cmd import merge_cmd
-from dlsched.trace.io import PARQUET_FILE, write_parquet
-from dlsched.trace.read import read_trace
 from dlsched.trace.readers import FORMAT_NAMES
-from dlsched.trace.validate import render_reports, validate_files
 
 trace_app = typer.Typer(
     help="Validate, convert, merge and synthesize job traces.", no_args_is_help=True
@@ -44,7 +41,11 @@ def validate(
         if not files:
             raise ValueError("give the trace files to check: dlsched trace validate FILE...")
         check_format(trace_format)
+        from dlsched.trace.validate import validate_files
+
         reports = validate_files(files, trace_format)
+    from dlsched.trace.validate import render_reports
+
     text, ok = render_reports(reports, max_errors)
     typer.echo(text)
     if not ok:
@@ -77,6 +78,8 @@ def convert(
 ) -> None:
     """Convert a trace to dlsched's native Parquet format, optionally selecting jobs."""
     from dlsched.runner import Selection, check_has_jobs
+    from dlsched.trace.io import PARQUET_FILE, write_parquet
+    from dlsched.trace.read import read_trace
 
     with user_errors(BAD_ROWS_HINT):
         source = one_trace(path, trace)

@@ -10,9 +10,6 @@ import typer
 
 from dlsched.cli.errors import user_errors
 from dlsched.cli.options import ForceOpt
-from dlsched.trace.io import PARQUET_FILE, write_parquet
-from dlsched.trace.read import read_trace
-from dlsched.trace.transforms import merge_traces
 
 
 def merge_cmd(
@@ -26,6 +23,10 @@ def merge_cmd(
 ) -> None:
     """Merge traces into one: each starts at time 0, its job ids prefixed NAME:, every field
     (job kind included) kept; write it as Parquet."""
+    from dlsched.trace.io import PARQUET_FILE, write_parquet
+    from dlsched.trace.read import read_trace
+    from dlsched.trace.transforms import merge_traces
+
     with user_errors():
         names = list(name) if name else [p.stem for p in paths]
         if len(names) != len(paths):

@@ -25,14 +25,12 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
-HELIOS_CLUSTERS = ("venus", "earth", "saturn", "uranus")
+from dlsched.trace.synth.choices import HELIOS_CLUSTERS, REFERENCE_DAY
+
 # The trace period: 2020-04-01..09-30 (the summary's job counts are per this whole period).
 PERIOD_DAYS = 183
 PERIOD_START = date(2020, 4, 1)
 ORIGIN_UNIX = datetime(2020, 4, 1, tzinfo=UTC).timestamp()
-# The day whose VC sizes the Helios artifact's simulator uses for Venus and Earth
-# (HeliosArtifact, framework/QSSF Service/data/vc_dict_generator.py).
-REFERENCE_DAY = "2020-09-10"
 NODE_GPUS = 8
 SLOT_S = 600
 SLOTS_PER_DAY = 144

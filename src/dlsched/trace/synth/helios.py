@@ -124,11 +124,11 @@ from dlsched.outdir import DirKind
 from dlsched.trace.io import write_parquet
 from dlsched.trace.schema import Trace
 from dlsched.trace.synth.calibrate import Calibrated, Draws, JobModel, calibrate
+from dlsched.trace.synth.choices import REFERENCE_DAY
 from dlsched.trace.synth.data import (
     NODE_GPUS,
     ORIGIN_UNIX,
     PERIOD_DAYS,
-    REFERENCE_DAY,
     STATES,
     ClusterTargets,
     load_targets,
