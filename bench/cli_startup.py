@@ -7,6 +7,12 @@ requests of the bundled Azure code trace, and the client commands ``jobs`` and `
 against a real service (``dlsched serve --backend fake`` of this tree, port 0), so each does
 its whole work. The subcommands whose ``-h`` is measured are listed from this tree.
 
+Both trees are measured as ``pip install`` leaves a package: with its bytecode compiled
+(``compileall`` before the first run; pip compiles at install time). Without it, as in an
+editable checkout under ``PYTHONDONTWRITEBYTECODE=1`` (this machine kind sets it), every start
+compiles each module it imports from source, about 0.1 CPU-s more for a run; ``--source``
+measures that instead.
+
 For each command and each source tree (this one, and a baseline from git), in fresh
 subprocesses, the two trees' runs interleaved so that a drift of the machine's speed hits both:
 - process CPU time (user + system, from ``getrusage`` of the children) and wall time, median of
@@ -19,7 +25,7 @@ Prints the machine (CPU model, date, load), one JSON line per measurement and a 
 for bench/RESULTS.md, with the ratios baseline / now measured in the same run; the last column
 says whether the command starts within the budget (``--budget``, CPU seconds).
 
-    python bench/cli_startup.py [--baseline-rev 51a4f2d] [--repeat 5] [--budget 0.5]
+    python bench/cli_startup.py [--baseline-rev 51a4f2d] [--repeat 5] [--budget 0.5] [--source]
 """
 
 from __future__ import annotations
@@ -77,6 +83,16 @@ def extract_tree(rev: str, into: Path) -> Path:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into / "src"
+
+
+def bytecode(src: Path, compiled: bool) -> None:
+    """Compile every module of tree ``src`` to bytecode, or remove its compiled bytecode."""
+    if compiled:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
+        return
+    for cache in src.rglob("__pycache__"):
+        for pyc in cache.glob("*.pyc"):
+            pyc.unlink()
 
 
 def run_timed(src: Path, args: Sequence[str], env: dict[str, str]) -> tuple[float, float, int]:
@@ -224,12 +240,20 @@ def main() -> None:
     parser.add_argument("--baseline-rev", default="51a4f2d")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--budget", type=float, default=0.5, help="CPU seconds a start may take")
+    parser.add_argument(
+        "--source", action="store_true", help="no compiled bytecode: compile at every start"
+    )
     args = parser.parse_args()
+    # every child inherits it: the compiled bytecode stays what bytecode() left
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     print(f"machine: {machine()}", flush=True)
+    print(f"bytecode: {'none (compiled at every start)' if args.source else 'compiled'}")
     results: dict[str, dict[str, Measure]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         trees = {"before": extract_tree(args.baseline_rev, work), "now": ROOT / "src"}
+        for src in trees.values():
+            bytecode(src, compiled=not args.source)
         trace, requests = small_inputs(work)
         commands: dict[str, list[str]] = {"--help": ["--help"]}
         for path in [[name] for name in top_level(trees["now"])] + subcommands(trees["now"]):
