@@ -13,8 +13,9 @@ from dlsched import __version__
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.extras import require, require_components
 from dlsched.metrics.rundir import write_run
+from dlsched.progress import ProgressFn
 from dlsched.sim.config import SimConfig
-from dlsched.sim.simulator import ProgressFn, RunResult, simulate
+from dlsched.sim.simulator import RunResult, simulate
 from dlsched.trace import transforms
 from dlsched.trace.read import ReadResult, read_trace
 from dlsched.trace.schema import Trace

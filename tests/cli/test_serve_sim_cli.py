@@ -43,6 +43,15 @@ def test_bundled_trace_writes_a_serving_run(tmp_path: Path) -> None:
     assert pq.read_table(out / "timeline.parquet").num_rows > 0
 
 
+def test_progress_lines_unless_no_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Piped (as here), a line is written at most every PIPED_EVERY_S seconds: every time here.
+    monkeypatch.setattr("dlsched.cli.progress.PIPED_EVERY_S", 0.0)
+    for flag, shown in (("--progress", True), ("--no-progress", False)):
+        result = invoke("azure_code_3000", "--out", tmp_path / flag, flag)
+        assert result.exit_code == 0, result.output
+        assert ("serving, requests done: " in result.output) is shown, result.output
+
+
 def test_options_a_run_cannot_honour_are_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cases = [

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-ProgressFn = Callable[[int, int], None]
+from dlsched.progress import ProgressFn
+
 PIPED_EVERY_S = 30.0
 """Seconds between two progress lines when stderr is not a terminal."""
 

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
-from dlsched.cli.options import ForceOpt, one_trace
+from dlsched.cli.options import ForceOpt, ProgressOpt, one_trace
+from dlsched.cli.progress import job_progress
 from dlsched.cli.run_options import with_run_options
 from dlsched.serving.bundled import BUNDLED_REQUESTS
 from dlsched.serving.config import SCHEDULERS
@@ -147,6 +148,7 @@ def serve_sim(
         float | None,
         typer.Option(help="Autoscaled: req/s one replica serves at the SLO (default: measured)."),
     ] = None,
+    progress: ProgressOpt = True,
     force: ForceOpt = False,
 ) -> None:
     """Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching
@@ -257,39 +259,45 @@ def serve_sim(
                 cold_start_s=120.0 if cold_start is None else cold_start,
             )
             extra["autoscaler"] = dataclasses.asdict(scaler)
-        if autoscale and beside is None:
-            run, held = autoscaled_serving(trace, scaler, iteration_model, config)
-            extra |= serving_energy(run, power, tp, held_s=sum(e - s for s, e in held))
-            serving = [(s + scaler.cold_start_s, e) for s, e in held]
-            extra["replica_count"] = replica_steps(serving)
-        elif beside is not None:
-            assert cluster is not None
-            training = read_trace(beside).trace
-            mixed = run_colocated(
-                trace,
-                training,
-                resolve_cluster(cluster),
-                scaler,
-                iteration_model,
-                config,
-                tp,
-                policy or "serving-first",
-            )
-            run = mixed.serving
-            extra["training"] = training_summary(mixed, power)
-            extra["replica_count"] = replica_steps(mixed.instances)
-        else:
-            if prefill_replicas is None:
-                run = simulate_serving(trace, iteration_model, config, replicas, router, seed)
-            else:
-                run = simulate_disaggregated(
+        label = "serving, requests done" if beside is None else "training and serving, done"
+        with job_progress(label, progress) as bar:
+            if autoscale and beside is None:
+                run, held = autoscaled_serving(trace, scaler, iteration_model, config, bar)
+                extra |= serving_energy(run, power, tp, held_s=sum(e - s for s, e in held))
+                serving = [(s + scaler.cold_start_s, e) for s, e in held]
+                extra["replica_count"] = replica_steps(serving)
+            elif beside is not None:
+                assert cluster is not None
+                training = read_trace(beside).trace
+                mixed = run_colocated(
                     trace,
-                    Pool(iteration_model, config, prefill_replicas),
-                    Pool(iteration_model, config, replicas - prefill_replicas),
-                    model_shape(model).kv_bytes_per_token,
-                    link,
+                    training,
+                    resolve_cluster(cluster),
+                    scaler,
+                    iteration_model,
+                    config,
+                    tp,
+                    policy or "serving-first",
+                    bar,
                 )
-            extra |= plain_extra(run, model, gpu, tp)
+                run = mixed.serving
+                extra["training"] = training_summary(mixed, power)
+                extra["replica_count"] = replica_steps(mixed.instances)
+            else:
+                if prefill_replicas is None:
+                    run = simulate_serving(
+                        trace, iteration_model, config, replicas, router, seed, progress=bar
+                    )
+                else:
+                    run = simulate_disaggregated(
+                        trace,
+                        Pool(iteration_model, config, prefill_replicas),
+                        Pool(iteration_model, config, replicas - prefill_replicas),
+                        model_shape(model).kv_bytes_per_token,
+                        link,
+                        progress=bar,
+                    )
+                extra |= plain_extra(run, model, gpu, tp)
         recorded = {
             "kind": "serving",
             "requests": str(path),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlsched.progress import ProgressFn
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
 from dlsched.serving.names import ROUTERS, STATE_ROUTERS, STATELESS_ROUTERS
@@ -68,16 +69,18 @@ def simulate_serving(
     router: str = "round-robin",
     seed: int = 0,
     sample_every: float = 1.0,
+    progress: ProgressFn | None = None,
 ) -> ServingRun:
     """Serve ``trace`` on ``replicas`` replicas of ``config`` whose iterations take what
-    ``model`` says. Deterministic for a given seed."""
+    ``model`` says, reporting requests settled (finished or rejected) to ``progress``.
+    Deterministic for a given seed."""
     if router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}; expected one of {ROUTERS}")
     if router in STATE_ROUTERS:
-        return _simulate_routed(trace, model, config, replicas, router, sample_every)
+        return _simulate_routed(trace, model, config, replicas, router, sample_every, progress)
     requests = request_columns(trace)
     owner = assign_replicas(len(trace), replicas, router, seed)
-    log = ServingLog(len(trace))
+    log = ServingLog(len(trace), progress=progress)
     samples = ReplicaSamples(every=sample_every)
     blocks = [
         simulate_replica(
@@ -115,13 +118,14 @@ def _simulate_routed(
     replicas: int,
     router: str,
     sample_every: float,
+    progress: ProgressFn | None,
 ) -> ServingRun:
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, got {replicas}")
     if config.scheduler == "static":
         raise ValueError(f"router {router!r} needs the continuous or chunked scheduler")
     requests = request_columns(trace)
-    log = ServingLog(len(trace))
+    log = ServingLog(len(trace), progress=progress)
     samples = ReplicaSamples(every=sample_every)
     limit = config.kv_blocks - config.watermark_blocks
     states = [ReplicaState(free_blocks=config.kv_blocks) for _ in range(replicas)]

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.policy.serving_first import SERVING_PREFIX
+from dlsched.progress import ProgressFn
 from dlsched.serving.arrivals import Lengths, synthetic_requests
 from dlsched.serving.autoscale import Autoscaler, replica_jobs
 from dlsched.serving.cluster import ServingRun, gather, request_columns, simulate_serving
@@ -91,15 +92,20 @@ def run_colocated(
     config: ReplicaConfig,
     tp: int,
     policy: str,
+    progress: ProgressFn | None = None,
 ) -> ColocatedRun:
     """Serve ``requests`` with autoscaled replicas beside ``training`` on ``cluster`` under
-    ``policy`` (``serving-first`` or any policy of the catalog). Deterministic."""
+    ``policy`` (``serving-first`` or any policy of the catalog). ``progress`` counts the
+    cluster's jobs finished, then requests settled, of both together. Deterministic."""
     plan = scaler.plan(requests)
     # Training first: at equal submit times FIFO then favours training, never serving.
     merged = merge_traces(
         [("train", training), (SERVING_PREFIX.rstrip(":"), replica_jobs(plan, scaler, tp))]
     )
-    result = simulate(merged, cluster, SimConfig(policy=policy, use_partitions=False))
+    jobs_done, requests_done = _two_phases(progress, len(merged), len(requests))
+    result = simulate(
+        merged, cluster, SimConfig(policy=policy, use_partitions=False), progress=jobs_done
+    )
     jobs = result.jobs
     serving = pc.starts_with(jobs.column("job_id"), SERVING_PREFIX)
     starts = jobs.filter(serving).column("first_start_s").to_numpy(zero_copy_only=False)
@@ -109,7 +115,7 @@ def run_colocated(
         for s, e in zip(starts, ends, strict=True)
         if not math.isnan(s) and not math.isnan(e) and s + scaler.cold_start_s < e
     )
-    run = serve_on_instances(requests, instances, model, config)
+    run = serve_on_instances(requests, instances, model, config, requests_done)
     return ColocatedRun(run, result, tuple(plan), tuple(instances), tp)
 
 
@@ -118,12 +124,14 @@ def serve_on_instances(
     instances: list[tuple[float, float]],
     model: IterationModel,
     config: ReplicaConfig,
+    progress: ProgressFn | None = None,
 ) -> ServingRun:
     """Serve ``requests`` on replica instances that each take requests from ``ready`` until
-    ``end`` (``(ready, end)`` pairs sorted by ``ready``; module docstring)."""
+    ``end`` (``(ready, end)`` pairs sorted by ``ready``; module docstring), reporting
+    requests settled to ``progress``."""
     columns = request_columns(requests)
     owners = _route(np.asarray(columns.arrivals), instances)
-    log = ServingLog(len(requests))
+    log = ServingLog(len(requests), progress=progress)
     samples = ReplicaSamples()
     blocks = [
         simulate_replica(
@@ -142,7 +150,11 @@ def serve_on_instances(
 
 
 def autoscaled_serving(
-    requests: RequestTrace, scaler: Autoscaler, model: IterationModel, config: ReplicaConfig
+    requests: RequestTrace,
+    scaler: Autoscaler,
+    model: IterationModel,
+    config: ReplicaConfig,
+    progress: ProgressFn | None = None,
 ) -> tuple[ServingRun, list[tuple[float, float]]]:
     """Serve ``requests`` on the replicas ``scaler`` plans, each ready a cold start after its
     first window begins and serving until its last window ends, on a cluster that always has
@@ -153,7 +165,18 @@ def autoscaled_serving(
     durations = jobs.column("duration").to_pylist()
     held = sorted((s, s + d) for s, d in zip(submits, durations, strict=True))
     instances = sorted((s + scaler.cold_start_s, e) for s, e in held if s + scaler.cold_start_s < e)
-    return serve_on_instances(requests, instances, model, config), held
+    return serve_on_instances(requests, instances, model, config, progress), held
+
+
+def _two_phases(
+    progress: ProgressFn | None, first: int, second: int
+) -> tuple[ProgressFn | None, ProgressFn | None]:
+    """Callbacks for a phase of ``first`` units then one of ``second``, each reporting to
+    ``progress`` the units done of both together."""
+    if progress is None:
+        return None, None
+    report, total = progress, first + second
+    return (lambda done, _: report(done, total)), (lambda done, _: report(first + done, total))
 
 
 def _route(times: np.ndarray, instances: list[tuple[float, float]]) -> np.ndarray:

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from dlsched.progress import ProgressFn
 from dlsched.serving.cluster import ServingRun, assign_replicas, gather, request_columns
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
@@ -43,9 +44,11 @@ def simulate_disaggregated(
     kv_bytes_per_token: int,
     link_bytes_per_s: float,
     sample_every: float = 1.0,
+    progress: ProgressFn | None = None,
 ) -> ServingRun:
     """Serve ``trace`` with prompts on the ``prefill`` pool and generation on the ``decode``
-    pool (replicas numbered prefill first). Deterministic."""
+    pool (replicas numbered prefill first), reporting requests settled to ``progress`` while
+    the decode pool runs (a request that goes on to it settles there). Deterministic."""
     if not link_bytes_per_s > 0:
         raise ValueError(f"link bandwidth must be positive, got {link_bytes_per_s:g} B/s")
     if decode.config.scheduler != "continuous":
@@ -71,6 +74,8 @@ def simulate_disaggregated(
         arrivals[i] = log.first_token[i] + transfer_seconds(
             prompts[i], kv_bytes_per_token, link_bytes_per_s
         )
+    log.settled -= len(moving)
+    log.progress = progress
     moving.sort(key=lambda i: (arrivals[i], i))
     transferred = RequestColumns(arrivals, prompts, outputs)
     owner = assign_replicas(len(moving), decode.replicas, "round-robin")

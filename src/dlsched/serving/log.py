@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from dlsched.progress import ProgressFn
+
 NAN = math.nan
+REPORT_EVERY = 512
+"""Iterations between two calls of a log's progress callback."""
 
 
 @dataclass
@@ -23,7 +27,9 @@ class ServingLog:
     lost its KV cache; ``rejected``: the request can never fit in a replica's KV memory.
     ``gaps``/``gap_weights``: every time between two tokens of one request, as (gap,
     number of tokens that waited it), so that percentiles over all tokens need no per-token
-    list."""
+    list. ``settled``: requests finished or rejected so far (a replica adds to it as it sets
+    ``finish`` or ``rejected``); ``progress``, when set, is called with ``(settled, n)`` every
+    :data:`REPORT_EVERY` iterations."""
 
     n: int
     first_token: list[float] = field(init=False)
@@ -37,6 +43,8 @@ class ServingLog:
     gap_weights: array[int] = field(default_factory=lambda: array("q"))
     iterations: int = 0
     busy: list[float] = field(default_factory=list)
+    settled: int = 0
+    progress: ProgressFn | None = None
 
     def __post_init__(self) -> None:
         self.first_token = [NAN] * self.n
@@ -53,6 +61,8 @@ class ServingLog:
             self.busy.extend([0.0] * (replica + 1 - len(self.busy)))
         self.busy[replica] += seconds
         self.iterations += 1
+        if self.progress is not None and self.iterations % REPORT_EVERY == 0:
+            self.progress(self.settled, self.n)
 
     def gap(self, seconds: float, tokens: int = 1) -> None:
         """``tokens`` tokens each came ``seconds`` after the previous token of their request."""

@@ -129,6 +129,7 @@ def _arrive(
         log.replica[i] = index
         if blocks(prompts[i] + outputs[i]) > limit:
             log.rejected[i] = True
+            log.settled += 1
         else:
             waiting.append(i)
     return ptr
@@ -227,6 +228,7 @@ def iteration_steps(
             log.gap(now - lost_at.pop(i))
         if got >= outputs[i]:
             finish[i] = last[i] = now
+            log.settled += 1
             del admitted[i]
             used -= -(-context // bt)
             if state is not None:
@@ -391,6 +393,7 @@ def iteration_steps(
                 del joined_at[i], run_start[i], admitted[i]
                 gen[i] = outputs[i]
                 finish[i] = last[i] = now
+                log.settled += 1
                 if state is not None:
                     state.outstanding -= prompts[i] + outputs[i]
         if chunked:
@@ -471,4 +474,5 @@ def _static(
                 log.last_token[i] = now
         for i in batch:
             log.finish[i] = now
+        log.settled += len(batch)
     return peak, 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time as wallclock
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
 from dlsched.perf.profiles import APPLICATIONS
 from dlsched.placement.registry import create_placer
 from dlsched.power.registry import create_power_manager
+from dlsched.progress import ProgressFn
 from dlsched.scheduler.allocation import AllocationScheduler
 from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
 # only by a run that has PS jobs or queues.
 
 P_NODE, P_FINISH, P_ARRIVAL, P_POWER = 0, 1, 2, 40
-ProgressFn = Callable[[int, int], None]
 PS_DEFAULT_CPUS, PS_DEFAULT_MEMORY_MIB = 32.0, 128.0 * 1024
 """CPUs and memory a node is taken to have, when the cluster does not say, in a run with
 parameter-server jobs (whose PS tasks need them); the SMD workload's machines."""

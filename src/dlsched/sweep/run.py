@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +28,11 @@ from typing import Any
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.outdir import write_file_atomic
 from dlsched.policy.registry import policies
+from dlsched.progress import ProgressFn
 from dlsched.run_options import flag
 from dlsched.runner import Experiment, check_extras, run_experiment
 from dlsched.sweep.grid import Cell, Grid, GridError, cell_dir
 from dlsched.sweep.report import write_report
-
-ProgressFn = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
