@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.compute as pc
@@ -34,9 +34,11 @@ from dlsched.serving.perf.model import IterationModel
 from dlsched.serving.replica import ReplicaSamples, simulate_replica
 from dlsched.serving.requests import RequestTrace
 from dlsched.sim.config import PowerConfig, SimConfig
-from dlsched.sim.simulator import RunResult, simulate
 from dlsched.trace.schema import Trace
 from dlsched.trace.transforms import merge_traces
+
+if TYPE_CHECKING:
+    from dlsched.sim.simulator import RunResult
 
 TRAIN_PREFIX = "train:"
 
@@ -97,6 +99,9 @@ def run_colocated(
     """Serve ``requests`` with autoscaled replicas beside ``training`` on ``cluster`` under
     ``policy`` (``serving-first`` or any policy of the catalog). ``progress`` counts the
     cluster's jobs finished, then requests settled, of both together. Deterministic."""
+    # The cluster simulator loads for a run beside training only, not for serving alone.
+    from dlsched.sim.simulator import simulate
+
     plan = scaler.plan(requests)
     # Training first: at equal submit times FIFO then favours training, never serving.
     merged = merge_traces(
