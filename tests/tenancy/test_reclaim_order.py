@@ -67,4 +67,4 @@ def test_candidates_in_kueue_order(
         ),
         key=lambda w: (w.priority, -w.admitted_at, -w.seq),
     )
-    assert [w.key for w in adm._reclaimable(probe, request)] == [w.key for w in expected]
+    assert [w.key for w in adm.reclaimable(probe, request)] == [w.key for w in expected]

@@ -14,17 +14,16 @@ semantics (docs/tenants.md):
   admitted does not block the others. Each round takes one candidate per ClusterQueue; the
   candidates are admitted in order: those that fit without borrowing first, then by priority,
   then by creation time (with fair sharing: lowest share value first).
-- **Classic preemption.** Candidates are admitted workloads of the same ClusterQueue allowed by
-  ``withinClusterQueue`` and of other ClusterQueues of the cohort tree that are borrowing,
-  allowed by ``reclaimWithinCohort`` (and, when the workload needs more than its nominal
-  quota, by ``borrowWithinCohort`` and its ``maxPriorityThreshold``); sorted borrowing
-  queues' workloads first, then lowest priority, then most recently admitted; targets are taken
-  greedily by Kueue's four heuristics and the set is minimised in reverse.
-- **Fair sharing** (when enabled): candidates are taken from the ClusterQueue with the highest
-  share value first, subject to the preemption strategies.
+- **Classic preemption** (:mod:`dlsched.tenancy.classic_preemption`) and **fair-sharing
+  preemption** (:mod:`dlsched.tenancy.fair_preemption`, when fair sharing is on) find the
+  targets as Kueue's preemptor does; :meth:`Admission.preemption_targets` answers for a given
+  flavor assignment (the conformance suite, tests/data/kueue/conformance, runs Kueue's own
+  preemption test cases through it).
 
-Evictions carry their cause: ``priority`` (same ClusterQueue), ``reclaim`` (another
-ClusterQueue's borrowed quota, classic) or ``fair_share`` (another ClusterQueue, fair sharing).
+Evictions carry Kueue's reason (``InClusterQueue``, ``InCohortReclamation``,
+``InCohortReclaimWhileBorrowing``, ``InCohortFairSharing``) and its coarse cause: ``priority``
+(same ClusterQueue), ``reclaim`` (another ClusterQueue's borrowed quota, classic) or
+``fair_share`` (another ClusterQueue, fair sharing).
 """
 
 from __future__ import annotations
@@ -32,17 +31,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
-from itertools import chain
 from typing import Any, NamedTuple
 
 from dlsched.cluster.spec import gpu_type_matches
+from dlsched.tenancy.classic_preemption import classic_targets
+from dlsched.tenancy.fair_preemption import fair_targets
 from dlsched.tenancy.model import (
     ANY,
     BORROW,
     CPU,
     GPU,
-    LESS_THAN_INITIAL,
-    LESS_THAN_OR_EQUAL_FINAL,
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_FAIR_SHARING,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_RECLAMATION,
     LOWER_OR_NEWER_EQUAL,
     LOWER_PRIORITY,
     MEMORY,
@@ -59,6 +61,13 @@ from dlsched.tenancy.quota import EPS, QuotaTree
 FIT, PREEMPTS, NO_FIT = 0, 1, 2
 PRIORITY, RECLAIM, FAIR_SHARE = "priority", "reclaim", "fair_share"
 CAUSES = (PRIORITY, RECLAIM, FAIR_SHARE)
+CAUSE_OF_REASON = {
+    IN_CLUSTER_QUEUE: PRIORITY,
+    IN_COHORT_RECLAMATION: RECLAIM,
+    IN_COHORT_RECLAIM_WHILE_BORROWING: RECLAIM,
+    IN_COHORT_FAIR_SHARING: FAIR_SHARE,
+}
+"""The coarse cause of each of Kueue's preemption reasons (what the summary counts)."""
 KINDS = (GPU, CPU, MEMORY, PODS)
 
 
@@ -89,6 +98,7 @@ class Workload:
     admitted_at: float = float("nan")
     borrows: bool = False
     needs: list[tuple[_Group, list[tuple[str, float]]]] | None = None
+    evicting: bool = False
 
     def shape_key(self) -> Any:
         """``shape``, derived from the requests and GPU type when not given."""
@@ -114,10 +124,16 @@ class _Parked(NamedTuple):
 
 
 class Eviction(NamedTuple):
-    """An admitted workload evicted to admit another, and why."""
+    """An admitted workload evicted to admit another, and why: Kueue's reason
+    (:data:`dlsched.tenancy.model.PREEMPTION_REASONS`)."""
 
     workload: Workload
-    cause: str
+    reason: str
+
+    @property
+    def cause(self) -> str:
+        """The reason's coarse cause: ``priority``, ``reclaim`` or ``fair_share``."""
+        return CAUSE_OF_REASON[self.reason]
 
 
 class Admitted(NamedTuple):
@@ -325,6 +341,16 @@ class Admission:
         self._levels: dict[int, dict[int, dict[Workload, None]]] = {r: {} for r in self._tree}
         self._latest = float("-inf")
         self._ordered = True
+        parent, n_cqs = self.quota.parent, len(self.cqs)
+        self._flat = [
+            (up := parent[i]) is not None
+            and parent[up] is None
+            and all(c < n_cqs for c in self.quota.children[up])
+            for i in range(n_cqs)
+        ]
+        # Admitted workloads set up as being evicted (:meth:`admit_with`): they come first
+        # among preemption candidates. A run evicts at once, so it has none.
+        self.evicting = 0
 
     def level(self, cq: int, priority: int) -> dict[Workload, None]:
         """The admitted workloads of ``cq``'s tree at ``priority``, in admission order: the
@@ -993,8 +1019,8 @@ class Admission:
         - reclaim cannot help: ``reclaimWithinCohort`` is ``Never``; or it is
           ``LowerPriority`` and no other queue of the tree holds a workload of lower priority
           than the highest head; or the queue may not borrow while preempting and, for every
-          head, some resource group has no flavor within the queue's nominal quota
-          (:meth:`_targets` then finds no candidates).
+          head, some resource group has no flavor within the queue's nominal quota, in a
+          tree of one cohort (:meth:`_targets` then finds no candidates).
 
         Of these, only other queues' admissions can change while ``cq`` waits (its own
         admissions, releases and new heads mark it dirty): see :meth:`_watch_for_lower`."""
@@ -1009,7 +1035,8 @@ class Admission:
             cq, max(wl.priority for wl in heads)
         ):
             return True
-        if pol.borrow_within_cohort != NEVER:
+        if pol.borrow_within_cohort != NEVER or not self._flat[cq]:
+            # In a deeper tree a cohort's quota can give the head a hierarchical advantage.
             return False
         usage, nominal = self.quota.usage[cq], self.quota.nominal[cq]
 
@@ -1037,7 +1064,7 @@ class Admission:
             return False
         if self.cqs[cq].preemption.within_cluster_queue == LOWER_PRIORITY:
             return min(w.priority for w in admitted) < max(wl.priority for wl in heads)
-        return any(self._within_allows(wl, w) for w in admitted for wl in heads)
+        return any(self.within_allows(wl, w) for w in admitted for wl in heads)
 
     def _lower_elsewhere(self, cq: int, priority: int) -> bool:
         """Whether another queue of ``cq``'s tree has an admitted workload of lower priority
@@ -1165,73 +1192,101 @@ class Admission:
         return _Assignment(mode, request, borrows, tuple(flavors))
 
     # ---- preemption --------------------------------------------------------------------------
-    def _within_allows(self, wl: Workload, other: Workload) -> bool:
+    def within_allows(self, wl: Workload, other: Workload) -> bool:
+        """Whether ``withinClusterQueue`` of ``wl``'s queue lets it preempt ``other`` (as Kueue:
+        ``LowerOrNewerEqualPriority`` takes an equal priority only if created strictly later)."""
         policy = self.cqs[wl.cq].preemption.within_cluster_queue
         if policy == LOWER_PRIORITY:
             return other.priority < wl.priority
         if policy == LOWER_OR_NEWER_EQUAL:
             return other.priority < wl.priority or (
-                other.priority == wl.priority and (other.created, other.seq) > (wl.created, wl.seq)
+                other.priority == wl.priority and other.created > wl.created
             )
         return False
+
+    def flat_tree(self, cq: int) -> bool:
+        """Whether ``cq``'s parent is its tree's root and holds only ClusterQueues."""
+        return self._flat[cq]
 
     def _targets(self, wl: Workload, a: _Assignment) -> list[Eviction]:
         """Classic preemption's targets (Kueue's ``getTargets``), or fair sharing's."""
         cq = wl.cq
         quota = self.quota
-        pol = self.cqs[cq].preemption
         req = a.request
-        same = [w for w in self.admitted[cq] if self._within_allows(wl, w)]
-        usage, nominal = quota.usage[cq], quota.nominal[cq]
-        under_nominal = all(usage.get(fr, 0.0) < nominal.get(fr, 0.0) for fr in req)
-        # Classic reclaim without borrowWithinCohort admits only within the nominal quota:
-        # when that cannot be, other queues' workloads are no candidates (nothing to gather).
-        reclaim_can_help = (
-            self.fair
-            or pol.borrow_within_cohort != NEVER
-            or (
-                under_nominal
-                and all(
-                    usage.get(fr, 0.0) + v <= nominal.get(fr, 0.0) + EPS for fr, v in req.items()
-                )
-            )
-        )
-        may_reclaim = (
-            reclaim_can_help and quota.parent[cq] is not None and pol.reclaim_within_cohort != NEVER
-        )
-        if self.fair:
-            gathered = list(self._reclaimable(wl, req)) if may_reclaim else []
-            return self._fair_targets(wl, req, same, gathered)
-        # Candidates in Kueue's order: other queues' workloads first, then lowest priority,
-        # then most recently admitted (ties: most recently created).
-        same.sort(key=_recent_first)
-        others = self._reclaimable(wl, req) if may_reclaim else iter(())
-        first = next(others, None)
-        targets: list[Workload] = []
-        if first is None:
-            targets = self._minimal(wl, req, same, True)
-        elif pol.borrow_within_cohort != NEVER:
-            allowed: Iterable[Workload] = chain((first,), others)
-            if not under_nominal:
-                # Borrowing while preempting takes only lower-priority workloads of other
-                # queues, at most the threshold.
-                limit = pol.max_priority_threshold
-                allowed = (
-                    w
-                    for w in allowed
-                    if w.priority < wl.priority and (limit is None or w.priority <= limit)
-                )
-            targets = self._minimal(wl, req, chain(allowed, same), True)
-        else:
-            if under_nominal:
-                targets = self._minimal(wl, req, chain((first,), others, same), False)
-            if not targets:
-                targets = self._minimal(wl, req, same, True)
-        return [Eviction(t, PRIORITY if t.cq == cq else RECLAIM) for t in targets]
+        need = frozenset(fr for fr, v in req.items() if v > quota.available(cq, fr) + EPS)
+        return self.targets_for(wl, req, need)
 
-    def _reclaimable(self, wl: Workload, req: Mapping[int, float]) -> Iterator[Workload]:
+    def targets_for(
+        self, wl: Workload, request: Mapping[int, float], need: frozenset[int]
+    ) -> list[Eviction]:
+        """The evictions that let ``wl`` take ``request`` (flavor-resource → amount), which
+        needs preemption in the flavor-resources ``need``: classic preemption
+        (:mod:`dlsched.tenancy.classic_preemption`) or fair sharing's; none when no set of
+        evictions admits it. Changes nothing."""
+        if self.fair:
+            strategies = self.tenancy.fair_sharing.strategies
+            found = fair_targets(self, wl, request, need, strategies)
+        else:
+            found = classic_targets(self, wl, request, need)
+        return [Eviction(w, reason) for w, reason in found]
+
+    def tree_queues(self, cq: int) -> list[int]:
+        """The ClusterQueues of ``cq``'s cohort tree."""
+        return self._tree[self.quota.root[cq]]
+
+    def preemption_targets(
+        self, wl: Workload, assignment: Mapping[str, tuple[str, bool]]
+    ) -> list[Eviction]:
+        """What Kueue's preemptor returns for ``wl`` (not admitted) given a flavor assignment:
+        per resource kind it asks, ``(flavor, needs preemption)``. For a dry run and the
+        conformance suite; changes nothing."""
+        request, need = self._fixed_request(wl, {k: f for k, (f, _) in assignment.items()})
+        preempt = {k for k, (_, p) in assignment.items() if p}
+        frs = frozenset(fr for (k, fr) in need if k in preempt)
+        return self.targets_for(wl, request, frs)
+
+    def admit_with(self, wl: Workload, flavors: Mapping[str, str], now: float) -> None:
+        """Admit ``wl`` (not pending) on the given flavor of each resource kind it asks,
+        whether or not it fits: for setting up a state (tests, a snapshot)."""
+        request, _ = self._fixed_request(wl, flavors)
+        self._at(now)
+        self._take(
+            wl, _Assignment(FIT, request, False, tuple(dict.fromkeys(flavors.values()))), now, None
+        )
+        if wl.evicting:
+            self.evicting += 1
+
+    def _fixed_request(
+        self, wl: Workload, flavors: Mapping[str, str]
+    ) -> tuple[dict[int, float], list[tuple[str, int]]]:
+        """``wl``'s requests charged to the given flavor of each kind: (fr → amount, and the
+        (kind, fr) pairs)."""
+        request: dict[int, float] = {}
+        pairs: list[tuple[str, int]] = []
+        for kind, amount in wl.requests.items():
+            if amount <= 0:
+                continue
+            flavor = flavors.get(kind)
+            if flavor is None:
+                raise ValueError(f"no flavor given for {kind}")
+            fr = self._fr_of_kind(wl.cq, flavor, kind)
+            request[fr] = request.get(fr, 0.0) + amount
+            pairs.append((kind, fr))
+        return request, pairs
+
+    def _fr_of_kind(self, cq: int, flavor: str, kind: str) -> int:
+        for group in self._groups[cq]:
+            for fl in group.flavors:
+                if fl.name == flavor and kind in fl.frs:
+                    return fl.frs[kind]
+        for (name, resource), fr in self.quota.frs.items():
+            if name == flavor and resource_kind(resource) == kind:
+                return fr
+        raise ValueError(f"flavor {flavor!r} has no quota for {kind} in the cohort tree")
+
+    def reclaimable(self, wl: Workload, need: Iterable[int]) -> Iterator[Workload]:
         """The admitted workloads of the other queues of ``wl``'s tree that borrow some
-        flavor-resource of ``req``, of a priority ``reclaimWithinCohort`` lets ``wl`` preempt,
+        flavor-resource of ``need``, of a priority ``reclaimWithinCohort`` lets ``wl`` preempt,
         lowest priority first, then most recently admitted, then most recently created. Lazy:
         classic preemption usually needs the first few. Quota may be removed between items
         (never added beyond what it was), so a queue found not borrowing stays skipped. Once
@@ -1242,11 +1297,12 @@ class Admission:
         levels = self._levels[self.quota.root[cq]]
         allowed = [p for p in sorted(levels) if any_priority or p < wl.priority]
         borrowing: dict[int, bool] = {cq: False}
+        need = tuple(need)
 
         def borrows(y: int) -> bool:
             found = borrowing.get(y)
             if found is None:
-                found = borrowing[y] = self._still_borrowing(y, req)
+                found = borrowing[y] = self._still_borrowing(y, need)
             return found
 
         if self._ordered:
@@ -1259,30 +1315,8 @@ class Admission:
                 (w for p in allowed for w in levels[p] if borrows(w.cq)), key=_recent_first
             )
 
-    def _still_borrowing(self, y: int, req: Mapping[int, float]) -> bool:
-        return any(self.quota.borrowing(y, fr) for fr in req)
-
-    def _minimal(
-        self, wl: Workload, req: Mapping[int, float], candidates: Iterable[Workload], borrow: bool
-    ) -> list[Workload]:
-        """Kueue's greedy target search over ``candidates`` in order and its reverse
-        minimisation; quota unchanged after."""
-        quota = self.quota
-        removed: list[Workload] = []
-        fits = False
-        for c in candidates:
-            if c.cq != wl.cq and not self._still_borrowing(c.cq, req):
-                continue
-            quota.remove(c.cq, c.assignment or {})
-            removed.append(c)
-            if quota.fits(wl.cq, req, borrow):
-                fits = True
-                break
-        if fits:
-            removed = self._minimise(wl, req, removed, borrow)
-        for c in removed:
-            quota.add(c.cq, c.assignment or {})
-        return removed if fits else []
+    def _still_borrowing(self, y: int, need: Iterable[int]) -> bool:
+        return any(self.quota.borrowing(y, fr) for fr in need)
 
     def _minimise(
         self, wl: Workload, req: Mapping[int, float], removed: list[Workload], borrow: bool
@@ -1297,58 +1331,3 @@ class Admission:
             kept.append(c)
         kept.reverse()
         return kept
-
-    def _fair_targets(
-        self,
-        wl: Workload,
-        req: Mapping[int, float],
-        same: list[Workload],
-        others: list[Workload],
-    ) -> list[Eviction]:
-        quota = self.quota
-        cq = wl.cq
-        by_cq: dict[int, list[Workload]] = {}
-        for w in [*others, *same]:
-            by_cq.setdefault(w.cq, []).append(w)
-        for ws in by_cq.values():
-            ws.sort(key=lambda w: (w.priority, -w.admitted_at, -w.seq))
-        removed: list[Workload] = []
-        fits = quota.fits(cq, req)
-        for strategy in self.tenancy.fair_sharing.strategies:
-            left = {y: list(ws) for y, ws in by_cq.items()}
-            while not fits and left:
-                y = max(left, key=lambda q: (quota.share(q), -q))
-                mine = quota.share(cq, req)
-                chosen = None
-                for u in left[y]:
-                    if y == cq:
-                        chosen = u
-                        break
-                    if strategy == LESS_THAN_OR_EQUAL_FINAL:
-                        minus = {fr: -v for fr, v in (u.assignment or {}).items()}
-                        ok = mine <= quota.share(y, minus) + EPS
-                    else:
-                        assert strategy == LESS_THAN_INITIAL
-                        ok = mine < quota.share(y) - EPS
-                    if ok:
-                        chosen = u
-                        break
-                if chosen is None:
-                    del left[y]
-                    continue
-                left[y].remove(chosen)
-                if not left[y]:
-                    del left[y]
-                by_cq[y].remove(chosen)
-                quota.remove(chosen.cq, chosen.assignment or {})
-                removed.append(chosen)
-                fits = quota.fits(cq, req)
-            if fits:
-                break
-        if fits and removed:
-            removed = self._minimise(wl, req, removed, True)
-        for c in removed:
-            quota.add(c.cq, c.assignment or {})
-        if not fits:
-            return []
-        return [Eviction(t, PRIORITY if t.cq == cq else FAIR_SHARE) for t in removed]

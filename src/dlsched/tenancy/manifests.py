@@ -23,6 +23,7 @@ from dlsched.tenancy.model import (
     BORROW_POLICIES,
     LESS_THAN_INITIAL,
     LESS_THAN_OR_EQUAL_FINAL,
+    MAY_STOP_SEARCH,
     NEVER,
     PREEMPT,
     RECLAIM_POLICIES,
@@ -233,21 +234,24 @@ def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueu
         )
     fung = _mapping(doc, spec.get("flavorFungibility"), "spec.flavorFungibility")
     _keys(doc, fung, "spec.flavorFungibility", {"whenCanBorrow", "whenCanPreempt"})
+    # v1beta2 spells v1beta1's Borrow and Preempt as MayStopSearch.
+    when_borrow = _choice(
+        doc,
+        fung.get("whenCanBorrow"),
+        "spec.flavorFungibility.whenCanBorrow",
+        (BORROW, MAY_STOP_SEARCH, TRY_NEXT_FLAVOR),
+        BORROW,
+    )
+    when_preempt = _choice(
+        doc,
+        fung.get("whenCanPreempt"),
+        "spec.flavorFungibility.whenCanPreempt",
+        (PREEMPT, MAY_STOP_SEARCH, TRY_NEXT_FLAVOR),
+        TRY_NEXT_FLAVOR,
+    )
     fungibility = Fungibility(
-        _choice(
-            doc,
-            fung.get("whenCanBorrow"),
-            "spec.flavorFungibility.whenCanBorrow",
-            (BORROW, TRY_NEXT_FLAVOR),
-            BORROW,
-        ),
-        _choice(
-            doc,
-            fung.get("whenCanPreempt"),
-            "spec.flavorFungibility.whenCanPreempt",
-            (PREEMPT, TRY_NEXT_FLAVOR),
-            TRY_NEXT_FLAVOR,
-        ),
+        BORROW if when_borrow == MAY_STOP_SEARCH else when_borrow,
+        PREEMPT if when_preempt == MAY_STOP_SEARCH else when_preempt,
     )
     strategy = _choice(
         doc,

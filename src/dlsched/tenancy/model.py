@@ -27,8 +27,22 @@ RECLAIM_POLICIES = (NEVER, LOWER_PRIORITY, ANY)
 BORROW_POLICIES = (NEVER, LOWER_PRIORITY)
 STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
 BORROW, TRY_NEXT_FLAVOR, PREEMPT = "Borrow", "TryNextFlavor", "Preempt"
+MAY_STOP_SEARCH = "MayStopSearch"
+"""v1beta2's name for whenCanBorrow: Borrow and whenCanPreempt: Preempt."""
 LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL = "LessThanOrEqualToFinalShare", "LessThanInitialShare"
 GPU, CPU, MEMORY, PODS = "gpu", "cpu", "memory", "pods"
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+PREEMPTION_REASONS = (
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_RECLAMATION,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_FAIR_SHARING,
+)
+"""Why a workload was preempted, by the reason of Kueue's ``Preempted`` condition (and the
+``reason`` label of ``kueue_preempted_workloads_total``)."""
 
 
 def resource_kind(name: str) -> str | None:

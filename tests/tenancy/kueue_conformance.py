@@ -1,0 +1,282 @@
+"""Running one Kueue conformance case (tests/data/kueue/conformance/FORMAT.md) through
+dlsched: its objects become Kueue manifests read by :func:`read_manifests`, its admitted
+workloads are set up with :meth:`Admission.admit_with`, and the incoming workload's targets
+come from :meth:`Admission.preemption_targets`. A case dlsched cannot express is refused
+with the reason, never run half-way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlsched.tenancy.admission import Admission, Workload
+from dlsched.tenancy.errors import TenancyError
+from dlsched.tenancy.manifests import read_manifests
+from dlsched.tenancy.model import resource_kind
+from dlsched.tenancy.quantity import in_units, parse_quantity
+
+CASES_DIR = Path(__file__).parents[1] / "data" / "kueue" / "conformance"
+API = "kueue.x-k8s.io/v1beta1"
+NOW = 1000.0
+MODELLED_FEATURES: frozenset[str] = frozenset()
+"""Feature gates a case may turn on and still run (none yet: each changes what Kueue does)."""
+GATES_WITHOUT_EFFECT = {
+    "WorkloadRequestUseMergePatch": "how Kueue writes the Workload object, not what it decides",
+}
+
+
+class Refused(Exception):
+    """A case that needs what dlsched does not model; the message says what."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of one file."""
+
+    file: str
+    source: Mapping[str, Any]
+    kind: str
+    fair_sharing: Mapping[str, Any] | None
+    objects: Mapping[str, Any]
+    data: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.data["case"])
+
+    @property
+    def id(self) -> str:
+        return f"{Path(self.file).stem}::{self.name}"
+
+
+def load_cases() -> list[Case]:
+    """Every case of every file, in file order."""
+    cases: list[Case] = []
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        for data in doc["cases"]:
+            named = data.get("objects")
+            objects = doc.get("objects", {}).get(named, {}) if isinstance(named, str) else {}
+            inline = {k: data[k] for k in ("flavors", "clusterQueues", "cohorts") if k in data}
+            cases.append(
+                Case(
+                    path.name,
+                    doc["source"],
+                    doc["kind"],
+                    data.get("fairSharing", doc.get("fairSharing")),
+                    {**objects, **inline},
+                    data,
+                )
+            )
+    return cases
+
+
+def _spec(entry: Mapping[str, Any], drop: tuple[str, ...]) -> dict[str, Any]:
+    """The entry as a Kueue object's spec: empty resource groups (a builder call with no
+    resources, which Kueue ignores) left out."""
+    spec = {k: v for k, v in entry.items() if k not in drop}
+    groups = [
+        g
+        for g in spec.get("resourceGroups") or []
+        if any(f.get("resources") for f in g.get("flavors", []))
+    ]
+    if groups:
+        spec["resourceGroups"] = groups
+    else:
+        spec.pop("resourceGroups", None)
+    return spec
+
+
+def manifests(case: Case) -> list[dict[str, Any]]:
+    """The case's objects as Kueue manifests (one LocalQueue per ClusterQueue)."""
+    objects = case.objects
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": f}}
+        for f in objects.get("flavors", [])
+    ]
+    named = {c["name"] for c in objects.get("cohorts", [])}
+    for cohort in objects.get("cohorts", []):
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "Cohort",
+                "metadata": {"name": cohort["name"]},
+                "spec": _spec(cohort, ("name",)),
+            }
+        )
+    # A parent named only as a parent is a cohort with no quota of its own.
+    for cohort in objects.get("cohorts", []):
+        parent = cohort.get("parentName")
+        if parent and parent not in named:
+            named.add(parent)
+            docs.append(
+                {"apiVersion": API, "kind": "Cohort", "metadata": {"name": parent}, "spec": {}}
+            )
+    for cq in objects.get("clusterQueues", []):
+        spec = _spec(cq, ("name",))
+        spec.setdefault("namespaceSelector", {})
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "ClusterQueue",
+                "metadata": {"name": cq["name"]},
+                "spec": spec,
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": {"name": cq["name"], "namespace": f"ns-{cq['name']}"},
+                "spec": {"clusterQueue": cq["name"]},
+            }
+        )
+    if case.fair_sharing is not None:
+        config: dict[str, Any] = {"enable": True}
+        if case.fair_sharing.get("preemptionStrategies"):
+            config["preemptionStrategies"] = list(case.fair_sharing["preemptionStrategies"])
+        docs.append(
+            {
+                "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+                "kind": "Configuration",
+                "fairSharing": config,
+            }
+        )
+    return docs
+
+
+def _kind(resource: str) -> str:
+    kind = resource_kind(resource)
+    if kind is None:
+        raise Refused(
+            f"resource {resource!r}: dlsched's workloads ask only GPUs, CPUs, memory, pods"
+        )
+    return kind
+
+
+def _requests(spec: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
+    """A workload's total requests by kind (pods counted) and its flavor per kind."""
+    total: dict[str, float] = {}
+    flavors: dict[str, str] = {}
+    for ps in spec.get("podSets", []):
+        count = int(ps.get("count", 1))
+        for resource, quantity in (ps.get("requests") or {}).items():
+            kind = _kind(resource)
+            amount = in_units(kind, parse_quantity(quantity, resource)) * count
+            total[kind] = total.get(kind, 0.0) + amount
+        for resource, flavor in (ps.get("flavors") or {}).items():
+            kind = _kind(resource)
+            if flavors.setdefault(kind, flavor) != flavor:
+                raise Refused(
+                    f"{spec['name']}: pod sets take {resource} from different flavors "
+                    "(a dlsched workload holds each resource in one flavor)"
+                )
+    return total, flavors
+
+
+def _assignment(case: Case) -> dict[str, tuple[str, bool]]:
+    out: dict[str, tuple[str, bool]] = {}
+    for ps in case.data["assignment"]:
+        for resource, given in ps.items():
+            kind = _kind(resource)
+            entry = (str(given["flavor"]), given["mode"] == "Preempt")
+            if out.setdefault(kind, entry) != entry:
+                raise Refused(
+                    f"the assignment gives {resource} different flavors or modes in two pod "
+                    "sets (a dlsched workload holds each resource in one flavor)"
+                )
+    return out
+
+
+def check_supported(case: Case) -> None:
+    data = case.data
+    if data.get("untranslated"):
+        raise Refused(f"not translated: {data['untranslated']}")
+    for gate, on in (data.get("features") or {}).items():
+        if gate in GATES_WITHOUT_EFFECT:
+            continue
+        if on and gate not in MODELLED_FEATURES:
+            raise Refused(f"feature gate {gate} is not modelled")
+
+
+def sequence(specs: list[Mapping[str, Any]]) -> dict[str, int]:
+    """A ``seq`` per workload name such that dlsched's last tie-break (most recently created,
+    by ``seq`` descending) is Kueue's (UID ascending)."""
+    ranked = sorted(range(len(specs)), key=lambda i: (str(specs[i].get("uid") or ""), i))
+    return {str(specs[i]["name"]): len(specs) - r for r, i in enumerate(ranked)}
+
+
+def created(spec: Mapping[str, Any]) -> float:
+    # Unset creation times are Go's zero time, before every set one.
+    return 0.0 if spec.get("created") is None else NOW + float(spec["created"])
+
+
+def setup(case: Case, where: Path) -> tuple[Admission, dict[str, Workload]]:
+    """The case's Admission with its admitted workloads (reservation order kept)."""
+    check_supported(case)
+    path = where / "queues.yaml"
+    path.write_text(yaml.safe_dump_all(manifests(case), sort_keys=False))
+    try:
+        tenancy = read_manifests(path)
+    except TenancyError as err:
+        raise Refused(f"manifests refused: {err}") from err
+    adm = Admission(tenancy)
+    admitted = list(case.data.get("admitted") or [])
+    seq = sequence(admitted)
+    workloads: dict[str, Workload] = {}
+    order = sorted(
+        range(len(admitted)), key=lambda i: (float(admitted[i].get("reservedAt") or 0), i)
+    )
+    for i in order:
+        spec = admitted[i]
+        requests, flavors = _requests(spec)
+        wl = Workload(
+            spec["name"],
+            adm.quota.index[spec["queue"]],
+            int(spec.get("priority") or 0),
+            created(spec),
+            seq[spec["name"]],
+            requests,
+            evicting=bool(spec.get("evicted")),
+        )
+        try:
+            adm.admit_with(wl, flavors, NOW + float(spec.get("reservedAt") or 0))
+        except ValueError as err:
+            raise Refused(f"{spec['name']}: {err}") from err
+        workloads[spec["name"]] = wl
+    return adm, workloads
+
+
+def run_preemption(case: Case, where: Path) -> dict[str, str]:
+    """The workloads the incoming workload preempts, each with its reason."""
+    adm, _ = setup(case, where)
+    spec = case.data["incoming"]
+    requests, _ = _requests(spec)
+    wl = Workload(
+        spec["name"],
+        adm.quota.index[case.data["target"]],
+        int(spec.get("priority") or 0),
+        created(spec),
+        10**6,
+        requests,
+    )
+    try:
+        evictions = adm.preemption_targets(wl, _assignment(case))
+    except ValueError as err:
+        raise Refused(f"incoming: {err}") from err
+    return {str(e.workload.key): e.reason for e in evictions}
+
+
+def by_file(results: Iterator[tuple[Case, str]]) -> dict[tuple[str, str], dict[str, int]]:
+    """(Kueue file, test) -> counts of cases, passed and refused, from (case, outcome)."""
+    table: dict[tuple[str, str], dict[str, int]] = {}
+    for case, outcome in results:
+        key = (str(case.source["file"]), str(case.source["test"]))
+        row = table.setdefault(key, {"cases": 0, "passed": 0, "refused": 0})
+        row["cases"] += 1
+        row[outcome] += 1
+    return table

@@ -1,0 +1,93 @@
+"""Kueue's own table-driven preemption tests, case by case (tests/data/kueue/conformance, each
+file citing Kueue's commit, file and test function): every case passes, or is refused for a
+stated reason that the table in README's tenancy section counts. None is skipped silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dlsched.tenancy.admission import Workload
+from dlsched.tenancy.classic_preemption import candidate_order
+from tests.tenancy.kueue_conformance import (
+    NOW,
+    Case,
+    Refused,
+    check_supported,
+    created,
+    load_cases,
+    run_preemption,
+    sequence,
+)
+
+CASES = load_cases()
+REFUSED: dict[str, str] = {}
+"""Case id -> why it is refused, filled as the cases run (for the table test)."""
+
+
+def outcome(case: Case, where: Path) -> str:
+    """``passed`` (asserting the expected result) or ``refused``."""
+    try:
+        if case.kind == "preemption":
+            _check_preemption(case, where)
+        elif case.kind == "ordering":
+            _check_ordering(case, where)
+        else:
+            raise AssertionError(f"unknown case kind {case.kind!r}")
+    except Refused as why:
+        REFUSED[case.id] = str(why)
+        return "refused"
+    return "passed"
+
+
+def _check_preemption(case: Case, where: Path) -> None:
+    got = run_preemption(case, where)
+    expect = case.data["expect"]
+    evicted = {w["name"] for w in case.data.get("admitted") or [] if w.get("evicted")}
+    # Kueue counts a target already being evicted but marks it Preempted no second time.
+    marked = {k: v for k, v in got.items() if k not in evicted}
+    assert marked == (expect.get("preempted") or {}), got
+    assert len(got) == expect["count"], got
+
+
+def _check_ordering(case: Case, where: Path) -> None:
+    check_supported(case)
+    specs = case.data["candidates"]
+    seq = sequence(specs)
+    queues = {name: i for i, name in enumerate(dict.fromkeys(str(s["queue"]) for s in specs))}
+    target = queues.get(str(case.data["target"]), -1)
+    workloads = []
+    for spec in specs:
+        wl = Workload(
+            spec["name"],
+            queues[str(spec["queue"])],
+            int(spec.get("priority") or 0),
+            created(spec),
+            seq[spec["name"]],
+            {},
+            evicting=bool(spec.get("evicted")),
+        )
+        # No reservation: Kueue takes now.
+        wl.admitted_at = NOW + float(spec.get("reservedAt") or 0)
+        workloads.append(wl)
+    order = sorted(
+        workloads,
+        # Kueue: other queues' workloads before the preemptor queue's, after those evicted.
+        key=lambda w: (not w.evicting, w.cq == target, *candidate_order(w)[1:]),
+    )
+    assert [w.key for w in order] == case.data["expect"]["order"]
+
+
+def test_enough_cases_each_citing_its_source() -> None:
+    assert len(CASES) >= 90
+    assert len({c.id for c in CASES}) == len(CASES)
+    for case in CASES:
+        assert case.source["project"] == "kubernetes-sigs/kueue"
+        assert len(case.source["commit"]) == 40
+        assert case.source["file"].endswith("_test.go") and case.source["test"].startswith("Test")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_kueue_case(case: Case, tmp_path: Path) -> None:
+    outcome(case, tmp_path)
