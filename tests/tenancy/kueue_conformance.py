@@ -65,7 +65,7 @@ def load_cases() -> list[Case]:
             cases.append(
                 Case(
                     path.name,
-                    doc["source"],
+                    {**doc["source"], **({"test": data["test"]} if data.get("test") else {})},
                     doc["kind"],
                     data.get("fairSharing", doc.get("fairSharing")),
                     {**objects, **inline},
@@ -164,9 +164,12 @@ def _requests(spec: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]
     flavors: dict[str, str] = {}
     for ps in spec.get("podSets", []):
         count = int(ps.get("count", 1))
-        for resource, quantity in (ps.get("requests") or {}).items():
+        # The admission's recorded usage, when given, is what Kueue charges.
+        charged = ps.get("assigned")
+        per_pod = charged is None
+        for resource, quantity in (charged or ps.get("requests") or {}).items():
             kind = _kind(resource)
-            amount = in_units(kind, parse_quantity(quantity, resource)) * count
+            amount = in_units(kind, parse_quantity(quantity, resource)) * (count if per_pod else 1)
             total[kind] = total.get(kind, 0.0) + amount
         for resource, flavor in (ps.get("flavors") or {}).items():
             kind = _kind(resource)
@@ -195,7 +198,7 @@ def _assignment(case: Case) -> dict[str, tuple[str, bool]]:
 def check_supported(case: Case) -> None:
     data = case.data
     if data.get("untranslated"):
-        raise Refused(f"not translated: {data['untranslated']}")
+        raise Refused(f"not modelled: {data['untranslated']}")
     for gate, on in (data.get("features") or {}).items():
         if gate in GATES_WITHOUT_EFFECT:
             continue
@@ -280,3 +283,37 @@ def by_file(results: Iterator[tuple[Case, str]]) -> dict[tuple[str, str], dict[s
         row["cases"] += 1
         row[outcome] += 1
     return table
+
+
+def markdown_table(table: Mapping[tuple[str, str], Mapping[str, int]]) -> str:
+    """The pass table of :func:`by_file` as Markdown rows, with a total."""
+    lines = [
+        "| Kueue test file | test function | cases | pass | refused |",
+        "|---|---|---|---|---|",
+    ]
+    total = {"cases": 0, "passed": 0, "refused": 0}
+    for (file, test), row in table.items():
+        lines.append(
+            f"| `{file}` | `{test}` | {row['cases']} | {row['passed']} | {row['refused']} |"
+        )
+        for key in total:
+            total[key] += row[key]
+    lines.append(f"| all | | {total['cases']} | {total['passed']} | {total['refused']} |")
+    return "\n".join(lines)
+
+
+def markdown_refusals(refused: Mapping[str, str]) -> str:
+    """Each refused case and why, as a Markdown list."""
+    return "\n".join(f"- `{case}`: {why}" for case, why in sorted(refused.items()))
+
+
+def generated_block(text: str, name: str) -> str:
+    """The text between ``<!-- name -->`` and ``<!-- /name -->`` in ``text``."""
+    start, end = f"<!-- {name} -->\n", f"\n<!-- /{name} -->"
+    return text[text.index(start) + len(start) : text.index(end)]
+
+
+def replace_block(text: str, name: str, content: str) -> str:
+    """``text`` with the block :func:`generated_block` reads replaced by ``content``."""
+    start, end = f"<!-- {name} -->\n", f"\n<!-- /{name} -->"
+    return text[: text.index(start) + len(start)] + content + text[text.index(end) :]

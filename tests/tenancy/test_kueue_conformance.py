@@ -14,12 +14,18 @@ from tests.tenancy.kueue_conformance import (
     NOW,
     Case,
     Refused,
+    by_file,
     check_supported,
     created,
+    generated_block,
     load_cases,
+    markdown_refusals,
+    markdown_table,
     run_preemption,
     sequence,
 )
+
+REPO = Path(__file__).parents[2]
 
 CASES = load_cases()
 REFUSED: dict[str, str] = {}
@@ -91,3 +97,21 @@ def test_enough_cases_each_citing_its_source() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_kueue_case(case: Case, tmp_path: Path) -> None:
     outcome(case, tmp_path)
+
+
+def test_readme_and_reference_show_these_results(tmp_path: Path) -> None:
+    """README's pass table and the tenancy reference's list of refused cases are what the
+    cases give now (regenerate both from this test's output when they change)."""
+    refused: dict[str, str] = {}
+    results = []
+    for i, case in enumerate(CASES):
+        where = tmp_path / str(i)
+        where.mkdir()
+        results.append((case, outcome(case, where)))
+        if results[-1][1] == "refused":
+            refused[case.id] = REFUSED[case.id]
+    table, reasons = markdown_table(by_file(iter(results))), markdown_refusals(refused)
+    readme = (REPO / "README.md").read_text()
+    reference = (REPO / "docs" / "reference" / "tenancy.md").read_text()
+    assert generated_block(readme, "kueue-conformance") == table, table
+    assert generated_block(reference, "kueue-refused") == reasons, reasons
