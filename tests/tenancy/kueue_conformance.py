@@ -15,6 +15,16 @@ import yaml
 
 from dlsched.tenancy.admission import Admission, Workload
 from dlsched.tenancy.errors import TenancyError
+from dlsched.tenancy.flavor_assignment import (
+    BEST,
+    FITS,
+    NO_CANDIDATES,
+    PREEMPTING,
+    RECLAIMING,
+    Granular,
+    Oracle,
+    preferred,
+)
 from dlsched.tenancy.manifests import read_manifests
 from dlsched.tenancy.model import resource_kind
 from dlsched.tenancy.quantity import in_units, parse_quantity
@@ -62,12 +72,20 @@ def load_cases() -> list[Case]:
             named = data.get("objects")
             objects = doc.get("objects", {}).get(named, {}) if isinstance(named, str) else {}
             inline = {k: data[k] for k in ("flavors", "clusterQueues", "cohorts") if k in data}
+            # An assignment case names its queue and a second one of its cohort.
+            queues = [data.get("clusterQueue"), data.get("secondaryClusterQueue")]
+            if any(queues):
+                inline["clusterQueues"] = [q for q in queues if q]
+            fair = data.get("fairSharing", doc.get("fairSharing"))
+            if isinstance(fair, bool):
+                # An assignment case says only whether fair sharing is on.
+                fair = {} if fair else None
             cases.append(
                 Case(
                     path.name,
                     {**doc["source"], **({"test": data["test"]} if data.get("test") else {})},
                     doc["kind"],
-                    data.get("fairSharing", doc.get("fairSharing")),
+                    fair,
                     {**objects, **inline},
                     data,
                 )
@@ -94,10 +112,18 @@ def _spec(entry: Mapping[str, Any], drop: tuple[str, ...]) -> dict[str, Any]:
 def manifests(case: Case) -> list[dict[str, Any]]:
     """The case's objects as Kueue manifests (one LocalQueue per ClusterQueue)."""
     objects = case.objects
-    docs: list[dict[str, Any]] = [
-        {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": f}}
-        for f in objects.get("flavors", [])
-    ]
+    docs: list[dict[str, Any]] = []
+    for flavor in objects.get("flavors", []):
+        entry = {"name": flavor} if isinstance(flavor, str) else flavor
+        doc: dict[str, Any] = {
+            "apiVersion": API,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": entry["name"]},
+        }
+        spec = {k: v for k, v in entry.items() if k != "name" and v}
+        if spec:
+            doc["spec"] = spec
+        docs.append(doc)
     named = {c["name"] for c in objects.get("cohorts", [])}
     for cohort in objects.get("cohorts", []):
         docs.append(
@@ -158,9 +184,14 @@ def _kind(resource: str) -> str:
     return kind
 
 
-def _requests(spec: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
-    """A workload's total requests by kind (pods counted) and its flavor per kind."""
+def _requests(
+    spec: Mapping[str, Any], pods: bool = False
+) -> tuple[dict[str, float], dict[str, str]]:
+    """A workload's total requests by kind and its flavor per kind; with ``pods``, its pods
+    too (Kueue counts them where the queue has quota for pods)."""
     total: dict[str, float] = {}
+    if pods:
+        total["pods"] = float(sum(int(ps.get("count", 1)) for ps in spec.get("podSets", [])))
     flavors: dict[str, str] = {}
     for ps in spec.get("podSets", []):
         count = int(ps.get("count", 1))
@@ -226,7 +257,7 @@ def setup(case: Case, where: Path) -> tuple[Admission, dict[str, Workload]]:
     try:
         tenancy = read_manifests(path)
     except TenancyError as err:
-        raise Refused(f"manifests refused: {err}") from err
+        raise Refused(f"manifests refused: {str(err).replace(str(path), path.name)}") from err
     adm = Admission(tenancy)
     admitted = list(case.data.get("admitted") or [])
     seq = sequence(admitted)
@@ -317,3 +348,83 @@ def replace_block(text: str, name: str, content: str) -> str:
     """``text`` with the block :func:`generated_block` reads replaced by ``content``."""
     start, end = f"<!-- {name} -->\n", f"\n<!-- /{name} -->"
     return text[: text.index(start) + len(start)] + content + text[text.index(end) :]
+
+
+def _usage(adm: Admission, queue: str, usage: Mapping[str, Any], tag: str) -> None:
+    """Charge ``usage`` (``flavor/resource`` -> quantity) to ``queue`` as admitted workloads."""
+    for i, (key, quantity) in enumerate((usage or {}).items()):
+        flavor, resource = key.split("/", 1)
+        kind = _kind(resource)
+        amount = in_units(kind, parse_quantity(quantity, key))
+        if amount <= 0:
+            continue
+        wl = Workload(f"{tag}-{i}", adm.quota.index[queue], 0, 0.0, -(i + 1), {kind: amount})
+        try:
+            adm.admit_with(wl, {kind: flavor}, NOW)
+        except ValueError as err:
+            raise Refused(f"usage {key}: {err}") from err
+
+
+POSSIBILITIES = {"NoCandidates": NO_CANDIDATES, "Preempt": PREEMPTING, "Reclaim": RECLAIMING}
+
+
+def _stub_oracle(adm: Admission, simulation: Mapping[str, Any]) -> Oracle:
+    """The Go test's oracle: the case's answer for a flavor-resource, else Preempt with
+    borrowing 0."""
+    answers = {}
+    for key, given in simulation.items():
+        flavor, resource = key.split("/", 1)
+        fr = adm.quota.frs[(flavor, resource)]
+        answers[fr] = Granular(POSSIBILITIES[given["possibility"]], int(given["borrowing"]))
+    return lambda fr, _: answers.get(fr, Granular(PREEMPTING, 0))
+
+
+MODES = {FITS: "Fit", RECLAIMING: "Preempt", PREEMPTING: "Preempt", NO_CANDIDATES: "Preempt"}
+
+
+def run_assignment(case: Case, where: Path) -> tuple[str, bool, dict[str, tuple[str, str]]]:
+    """(Representative mode, whether it borrows, resource kind -> (flavor, mode)) of the
+    case's workload in its queue."""
+    check_supported(case)
+    data = case.data
+    spec = data["workload"]
+    if spec.get("reclaimablePods"):
+        raise Refused("reclaimable pods are not modelled")
+    for ps in spec.get("podSets", []):
+        for field in ("nodeSelector", "affinity", "tolerations"):
+            if ps.get(field):
+                raise Refused(f"a pod set's {field} is not modelled (flavors match GPU types only)")
+    path = where / "queues.yaml"
+    path.write_text(yaml.safe_dump_all(manifests(case), sort_keys=False))
+    try:
+        tenancy = read_manifests(path)
+    except TenancyError as err:
+        raise Refused(f"manifests refused: {str(err).replace(str(path), path.name)}") from err
+    adm = Admission(tenancy)
+    queue = data["clusterQueue"]["name"]
+    _usage(adm, queue, data.get("usage") or {}, "usage")
+    if data.get("secondaryClusterQueue"):
+        _usage(
+            adm, data["secondaryClusterQueue"]["name"], data.get("secondaryUsage") or {}, "other"
+        )
+    requests, _ = _requests({"name": "workload", **spec}, pods=True)
+    wl = Workload(
+        "workload", adm.quota.index[queue], int(spec.get("priority") or 0), NOW, 10**6, requests
+    )
+    # A resource no group covers, or more than the queue could ever get: no flavor fits.
+    if adm.never_admitted(wl) is not None:
+        return "NoFit", False, {}
+    choices = adm.assign_flavors(wl, _stub_oracle(adm, data.get("simulation") or {}))
+    if any(c is None for c in choices):
+        return "NoFit", False, {}
+    chosen = [c for c in choices if c is not None]
+    worst = BEST
+    for c in chosen:
+        if preferred(worst, c.mode):
+            worst = c.mode
+    kinds: dict[str, tuple[str, str]] = {}
+    names = {fr: name for (flavor, name), fr in adm.quota.frs.items()}
+    for c in chosen:
+        for fr, _, mode in c.resources:
+            kinds[_kind(names[fr])] = (c.flavor, MODES.get(mode.mode, "NoFit"))
+    return MODES[worst.mode], any(c.mode.borrowing > 0 for c in chosen), kinds

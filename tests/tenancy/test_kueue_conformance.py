@@ -10,10 +10,12 @@ import pytest
 
 from dlsched.tenancy.admission import Workload
 from dlsched.tenancy.classic_preemption import candidate_order
+from dlsched.tenancy.quantity import parse_quantity
 from tests.tenancy.kueue_conformance import (
     NOW,
     Case,
     Refused,
+    _kind,
     by_file,
     check_supported,
     created,
@@ -21,6 +23,7 @@ from tests.tenancy.kueue_conformance import (
     load_cases,
     markdown_refusals,
     markdown_table,
+    run_assignment,
     run_preemption,
     sequence,
 )
@@ -39,6 +42,8 @@ def outcome(case: Case, where: Path) -> str:
             _check_preemption(case, where)
         elif case.kind == "ordering":
             _check_ordering(case, where)
+        elif case.kind == "assignment":
+            _check_assignment(case, where)
         else:
             raise AssertionError(f"unknown case kind {case.kind!r}")
     except Refused as why:
@@ -55,6 +60,34 @@ def _check_preemption(case: Case, where: Path) -> None:
     marked = {k: v for k, v in got.items() if k not in evicted}
     assert marked == (expect.get("preempted") or {}), got
     assert len(got) == expect["count"], got
+
+
+def _check_assignment(case: Case, where: Path) -> None:
+    mode, borrows, kinds = run_assignment(case, where)
+    expect = case.data["expect"]
+    assert mode == expect["mode"], (mode, kinds)
+    if mode == "NoFit":
+        return
+    assert borrows == bool(expect.get("borrowing")), (borrows, kinds)
+    wanted: dict[str, tuple[str, str]] = {}
+    # A resource asked with quantity 0 takes no quota: dlsched assigns it no flavor.
+    zero = {
+        r
+        for ps in case.data["workload"]["podSets"]
+        for r, q in (ps.get("requests") or {}).items()
+        if parse_quantity(q, r) == 0
+    }
+    for ps in expect.get("podSets") or []:
+        for resource, given in (ps.get("flavors") or {}).items():
+            if resource in zero:
+                continue
+            entry = (str(given["flavor"]), str(given["mode"]))
+            if wanted.setdefault(_kind(resource), entry) != entry:
+                raise Refused(
+                    f"pod sets take {resource} from different flavors or modes (a dlsched "
+                    "workload holds each resource in one flavor)"
+                )
+    assert kinds == wanted, kinds
 
 
 def _check_ordering(case: Case, where: Path) -> None:

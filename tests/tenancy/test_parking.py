@@ -182,17 +182,20 @@ def _reclaim_after_a_lower_admission(tmp_path: Path) -> list[list[str]]:
 def _victim_admitted_directly(tmp_path: Path) -> list[list[str]]:
     """A head parked with nothing to preempt in its queue gets a victim through
     :meth:`Admission.admit_now` (a restarted service adopting a running job): a later
-    release admits it by preempting that workload."""
+    release, too small to admit it alone, admits it by preempting that workload. (It asks
+    its queue's whole nominal quota: beyond it, without ``borrowWithinCohort``, Kueue looks
+    for no preemption at all.)"""
     adm = _admission(
         tmp_path,
         {
-            "q": {"gpu": 2, "cohort": "team", "within": "LowerPriority"},
+            "q": {"gpu": 4, "cohort": "team", "within": "LowerPriority"},
             "p": {"gpu": 2, "cohort": "team"},
         },
     )
     seq = count()
-    other = _workload(adm, seq, "a", "p", 2, 0.0)
-    assert adm.admit_now(other, 0.0)
+    first = _workload(adm, seq, "a", "p", 2, 0.0)
+    other = _workload(adm, seq, "b", "p", 2, 0.0)
+    assert adm.admit_now(first, 0.0) and adm.admit_now(other, 0.0)
     adm.submit(_workload(adm, seq, "h", "q", 4, 1.0))
     rounds = [[a.workload.key for a in adm.schedule(1.0)]]
     assert adm.admit_now(_workload(adm, seq, "low", "q", 1, 2.0), 2.0)

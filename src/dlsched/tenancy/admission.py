@@ -36,9 +36,9 @@ from typing import Any, NamedTuple
 from dlsched.cluster.spec import gpu_type_matches
 from dlsched.tenancy.classic_preemption import classic_targets
 from dlsched.tenancy.fair_preemption import fair_targets
+from dlsched.tenancy.flavor_assignment import FITS, Choice, Oracle, choose
 from dlsched.tenancy.model import (
     ANY,
-    BORROW,
     CPU,
     GPU,
     IN_CLUSTER_QUEUE,
@@ -50,7 +50,6 @@ from dlsched.tenancy.model import (
     MEMORY,
     NEVER,
     PODS,
-    PREEMPT,
     STRICT_FIFO,
     ClusterQueue,
     Tenancy,
@@ -348,6 +347,9 @@ class Admission:
             and all(c < n_cqs for c in self.quota.children[up])
             for i in range(n_cqs)
         ]
+        self._deep = {
+            r: r >= n_cqs and any(c >= n_cqs for c in self.quota.children[r]) for r in self._tree
+        }
         # Admitted workloads set up as being evicted (:meth:`admit_with`): they come first
         # among preemption candidates. A run evicts at once, so it has none.
         self.evicting = 0
@@ -438,7 +440,18 @@ class Admission:
         names = (flavor.name,)
         root = self.quota.root[cq]
         nominal = self.quota.nominal[cq].get(fr, 0.0)
-        if self._preempts[cq] and amount <= self.quota.potential(cq, fr) + EPS:
+        pol = self.cqs[cq].preemption
+        # As Kueue's flavor assigner: preemption is looked for when the request fits the
+        # nominal quota or the queue may borrow while preempting; in a deeper tree also when
+        # a cohort below the root holds it, which changes with usage: no fast path then.
+        eligible = (
+            amount <= nominal + EPS
+            or pol.borrow_within_cohort != NEVER
+            or (self.fair and pol.reclaim_within_cohort != NEVER)
+        )
+        if not eligible and self.quota.parent[cq] is not None and not self._flat[cq]:
+            return None
+        if self._preempts[cq] and eligible and amount <= self.quota.potential(cq, fr) + EPS:
             otherwise = _Assignment(PREEMPTS, {fr: amount}, amount > nominal + EPS, names)
         else:
             otherwise = _Assignment(NO_FIT, {}, False, ())
@@ -911,7 +924,9 @@ class Admission:
         if self._recheck:
             # Fair sharing: a share grew, which may let others preempt by it.
             self._dirty.update(self._waiting(root))
-        elif borrows:
+        elif borrows or self._deep[root]:
+            # In a deeper tree any admission can take a cohort past its quota, which makes
+            # its queues' workloads reclaimable.
             hungry = self._hungry[root]
             if hungry:
                 self._dirty |= hungry
@@ -995,8 +1010,11 @@ class Admission:
         """Whether reclaiming from borrowing queues could admit a head of ``cq`` (by its
         policies and nominal quota, whatever the others hold now)."""
         pol = self.cqs[cq].preemption
+        # In a deeper tree a cohort's quota can give a head a hierarchical advantage.
         return pol.reclaim_within_cohort != NEVER and (
-            pol.borrow_within_cohort != NEVER or any(self._within_nominal(wl) for wl in heads)
+            pol.borrow_within_cohort != NEVER
+            or not self._flat[cq]
+            or any(self._within_nominal(wl) for wl in heads)
         )
 
     def _watch_for_lower(self, root: int, cq: int, priority: int) -> None:
@@ -1139,59 +1157,34 @@ class Admission:
 
     def _assign(self, wl: Workload) -> _Assignment:
         """Flavor assignment (module docstring): the mode is the worst over resource groups."""
-        quota = self.quota
-        cq = wl.cq
         fast = wl.fast
         if fast is not None:
             return fast.assign()
-        nominals, usage, available = quota.nominal[cq], quota.usage[cq], quota.available
-        preempts = self._preempts[cq]
         request: dict[int, float] = {}
         mode, borrows = FIT, False
         flavors: list[str] = []
         for options in wl.options if wl.options is not None else self.flavor_options(wl):
-            best: tuple[int, bool, _Flavor, tuple[tuple[int, float], ...]] | None = None
-            for fl, pairs in options:
-                fmode, fborrow = FIT, False
-                for fr, amount in pairs:
-                    nominal = nominals.get(fr, 0.0) + EPS
-                    if amount <= available(cq, fr) + EPS:
-                        fborrow = fborrow or usage.get(fr, 0.0) + amount > nominal
-                    elif preempts and amount <= quota.potential(cq, fr) + EPS:
-                        # As Kueue: a flavor reached by preempting borrows when the request
-                        # alone exceeds the nominal quota.
-                        fmode = PREEMPTS
-                        fborrow = fborrow or amount > nominal
-                    else:
-                        fmode = NO_FIT
-                        break
-                if fmode == NO_FIT:
-                    continue
-                if fmode == FIT and not fborrow:
-                    best = (FIT, False, fl, pairs)
-                    break
-                fung = self.cqs[cq].fungibility
-                if fmode == FIT:
-                    if best is None or best[0] != FIT:
-                        best = (FIT, True, fl, pairs)
-                    if fung.when_can_borrow == BORROW:
-                        break
-                else:
-                    if best is None or (best[0] == PREEMPTS and best[1] and not fborrow):
-                        best = (PREEMPTS, fborrow, fl, pairs)
-                    if fung.when_can_preempt == PREEMPT:
-                        break
-            if best is None:
+            choice = choose(self, wl, [(fl.name, pairs) for fl, pairs in options])
+            if choice is None:
                 return _Assignment(NO_FIT, {}, False, ())
-            bmode, bborrow, bfl, bpairs = best
-            if bmode > mode:
-                mode = bmode
-            borrows = borrows or bborrow
-            flavors.append(bfl.name)
-            request.update(bpairs)
+            if choice.mode.mode != FITS:
+                mode = PREEMPTS
+            borrows = borrows or choice.mode.borrowing > 0
+            flavors.append(choice.flavor)
+            request.update((fr, amount) for fr, amount, _ in choice.resources)
         return _Assignment(mode, request, borrows, tuple(flavors))
 
     # ---- preemption --------------------------------------------------------------------------
+    def assign_flavors(self, wl: Workload, oracle: Oracle | None = None) -> list[Choice | None]:
+        """Per resource group ``wl`` asks something of, the flavor Kueue's flavor assigner
+        chooses with each resource's mode (:mod:`dlsched.tenancy.flavor_assignment`), None
+        where none fits; ``oracle`` stands in for simulated preemption (a test's stub). For a
+        dry run and the conformance suite; changes nothing."""
+        return [
+            choose(self, wl, [(fl.name, pairs) for fl, pairs in options], oracle)
+            for options in self.flavor_options(wl)
+        ]
+
     def within_allows(self, wl: Workload, other: Workload) -> bool:
         """Whether ``withinClusterQueue`` of ``wl``'s queue lets it preempt ``other`` (as Kueue:
         ``LowerOrNewerEqualPriority`` takes an equal priority only if created strictly later)."""

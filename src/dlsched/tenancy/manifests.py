@@ -2,11 +2,27 @@
 already apply (``kubectl apply -f``), into a validated :class:`~dlsched.tenancy.model.Tenancy`.
 
 Read kinds: ``ResourceFlavor``, ``ClusterQueue``, ``Cohort``, ``LocalQueue``,
-``WorkloadPriorityClass`` (``kueue.x-k8s.io``) and Kueue's ``Configuration`` (for
-``fairSharing``). Documents of other API groups (Namespaces, Jobs, ...) are skipped; a Kueue
-field that changes admission and is not modelled (admission checks, stop policies other than
-``None``) is refused, never ignored. Every error names the file, the document (1-based, with its
-kind and name) and the field. Needs PyYAML (``pip install 'dlsched[tenancy]'``).
+``WorkloadPriorityClass`` (``kueue.x-k8s.io``, v1beta1 and v1beta2 spellings) and Kueue's
+``Configuration`` (``config.kueue.x-k8s.io``, for ``fairSharing``). Documents of other API groups
+(Namespaces, Jobs, ...) are skipped. Every field of the read kinds is either modelled or refused
+at read time, never ignored: a field that changes admission and is not modelled is refused
+unless empty. Refused: a ResourceFlavor's ``nodeTaints``, ``tolerations`` and ``topologyName``;
+a ClusterQueue's non-empty ``namespaceSelector``, ``admissionChecks``,
+``admissionChecksStrategy``, ``concurrentAdmissionPolicy``, ``admissionScope`` other than
+``NoAdmissionFairSharing`` and ``stopPolicy`` other than ``None``; a LocalQueue's ``stopPolicy``
+other than ``None`` and its ``fairSharing``; the Configuration's ``admissionFairSharing``,
+``waitForPodsReady`` (when enabled), ``resources`` and ``featureGates``; two resources of one
+ClusterQueue or Cohort that count the same request (``nvidia.com/gpu`` and ``amd.com/gpu``); any
+unknown field. Accepted with no effect: a ``namespaceSelector`` of ``{}`` or none (dlsched sends
+jobs to LocalQueues by its queue map, not by namespace; Kueue reads a missing selector as
+matching no namespace, so write ``{}``), the Configuration's controller plumbing (webhook,
+metrics, leader election, client connection, ...) and its choice of which jobs and namespaces
+Kueue manages (every dlsched job names its LocalQueue), a WorkloadPriorityClass's
+``description``, objects' ``status``. Quotas on resources other than GPUs (any name ending in
+``gpu``), ``cpu``, ``memory`` and ``pods`` are accepted and charge nothing: Kueue charges a
+workload only what its pods request, and no trace job requests other resources. Every error is
+one line naming the file, the document (1-based, with its kind and name) and the field. Needs
+PyYAML (``pip install 'dlsched[tenancy]'``).
 """
 
 from __future__ import annotations
@@ -42,12 +58,72 @@ from dlsched.tenancy.model import (
     ResourceGroup,
     ResourceQuota,
     Tenancy,
+    resource_kind,
 )
 from dlsched.tenancy.quantity import in_units, parse_quantity
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 CONFIG_GROUP = "config.kueue.x-k8s.io"
-_IGNORED_SPEC = {"namespaceSelector"}
+CONFIG_VERSIONS = ("v1beta1", "v1beta2")
+_OBJECT_KEYS = {"apiVersion", "kind", "metadata", "spec", "status"}
+"""A Kueue object's top-level keys (``status``: observed state, which reading drops)."""
+
+# Fields Kueue reads that change admission and dlsched does not model: refused unless empty.
+_ADMISSION_CHECKS = "admission checks are not modelled (a workload would wait for each check)"
+_FLAVOR_REFUSED = {
+    "nodeTaints": "flavor taints are not modelled (only workloads tolerating them fit the flavor)",
+    "tolerations": "flavor tolerations are not modelled (Kueue adds them to admitted pods)",
+    "topologyName": "topology-aware scheduling by flavor is not modelled "
+    "(dlsched's is --placement topology)",
+}
+_CQ_REFUSED = {
+    "admissionChecks": _ADMISSION_CHECKS,
+    "admissionChecksStrategy": _ADMISSION_CHECKS,
+    "concurrentAdmissionPolicy": "concurrent admission (workload variants migrating between "
+    "flavors) is not modelled",
+}
+_LQ_REFUSED = {
+    "fairSharing": "admission fair sharing (LocalQueue weights) is not modelled",
+}
+_CONFIG_REFUSED = {
+    "admissionFairSharing": "admission fair sharing (ordering by LocalQueue usage) is not modelled",
+    "resources": "resource exclusions, transformations, quota check strategies and device "
+    "class mappings change what a workload is charged; not modelled",
+    "featureGates": "feature gates change admission; dlsched models Kueue's default gates",
+}
+# Configuration fields with no bearing on which workload is admitted where, read and dropped:
+# the controller's plumbing (namespace, webhook, leader election, metrics, health, pprof,
+# controller concurrency, TLS, client connection, certificates, visibility servers), which
+# job kinds and namespaces Kueue manages (every dlsched job names its LocalQueue through the
+# queue map, so none is left unmanaged), MultiKueue's controller (MultiKueue works through
+# admission checks, refused) and the deletion of finished or deactivated Workload objects
+# (which hold no quota).
+_CONFIG_INERT = {
+    "namespace",
+    "webhook",
+    "leaderElection",
+    "metrics",
+    "health",
+    "pprofBindAddress",
+    "controller",
+    "tls",
+    "clientConnection",
+    "internalCertManagement",
+    "visibilityServer",
+    "queueVisibility",
+    "integrations",
+    "manageJobsWithoutQueueName",
+    "managedJobsNamespaceSelector",
+    "multiKueue",
+    "objectRetentionPolicies",
+}
+_STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
+_STRATEGY_LISTS = (
+    (LESS_THAN_OR_EQUAL_FINAL,),
+    (LESS_THAN_INITIAL,),
+    (LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL),
+)
+"""The fairSharing.preemptionStrategies lists Kueue's configuration validation accepts."""
 
 
 class _Doc:
@@ -91,16 +167,52 @@ def _choice(doc: _Doc, value: object, field: str, allowed: tuple[str, ...], defa
 
 
 def _keys(doc: _Doc, data: Mapping[str, Any], field: str, allowed: set[str]) -> None:
-    extra = sorted(set(data) - allowed)
+    """Refuse a key of ``data`` (at ``field``; "" for a document's top level) outside
+    ``allowed``: a field dlsched does not model, or a misspelt one."""
+    extra = sorted(set(data) - allowed, key=str)
     if extra:
+        path = f"{field}.{extra[0]}" if field else str(extra[0])
         raise TenancyError(
-            f"{doc.where}: {field}: {extra[0]!r} is not modelled by dlsched; "
-            f"known keys: {', '.join(sorted(allowed))}"
+            f"{doc.where}: {path}: not modelled by dlsched, or misspelt (known fields: "
+            f"{', '.join(sorted(allowed))})"
         )
+
+
+def _empty(value: object) -> bool:
+    """None, or an empty mapping, list or string: a field that sets nothing."""
+    return value is None or (isinstance(value, (Mapping, list, str)) and not value)
+
+
+def _refuse_set(doc: _Doc, data: Mapping[str, Any], field: str, refused: Mapping[str, str]) -> None:
+    """Refuse any field of ``refused`` (name -> why) that ``data`` (at ``field``) sets."""
+    for key, why in refused.items():
+        if not _empty(data.get(key)):
+            raise TenancyError(f"{doc.where}: {field}{key}: {why}; got {data[key]!r}")
+
+
+def _stop_policy(doc: _Doc, spec: Mapping[str, Any]) -> None:
+    policy = _choice(doc, spec.get("stopPolicy"), "spec.stopPolicy", _STOP_POLICIES, "None")
+    if policy != "None":
+        raise TenancyError(
+            f"{doc.where}: spec.stopPolicy: {policy} is not modelled (a stopped queue admits "
+            "nothing); only None is"
+        )
+
+
+def _alias(doc: _Doc, spec: Mapping[str, Any], old: str, new: str) -> object:
+    """A field Kueue's versions spell two ways (v1beta1 ``old``, v1beta2 ``new``)."""
+    both = spec.get(old) not in (None, "") and spec.get(new) not in (None, "")
+    if both and spec[old] != spec[new]:
+        raise TenancyError(
+            f"{doc.where}: spec.{new}: {spec[new]!r} disagrees with spec.{old} "
+            f"{spec[old]!r}; give one"
+        )
+    return spec.get(new) if spec.get(new) not in (None, "") else spec.get(old)
 
 
 def _weight(doc: _Doc, spec: Mapping[str, Any]) -> float:
     fair = _mapping(doc, spec.get("fairSharing"), "spec.fairSharing")
+    _keys(doc, fair, "spec.fairSharing", {"weight"})
     if "weight" not in fair:
         return 1.0
     return parse_quantity(fair["weight"], f"{doc.where}: spec.fairSharing.weight")
@@ -119,6 +231,7 @@ def _groups(doc: _Doc, spec: Mapping[str, Any], has_cohort: bool) -> tuple[Resou
     for gi, raw in enumerate(_list(doc, spec.get("resourceGroups"), "spec.resourceGroups")):
         gfield = f"spec.resourceGroups[{gi}]"
         group = _mapping(doc, raw, gfield)
+        _keys(doc, group, gfield, {"coveredResources", "flavors"})
         covered = tuple(
             _name(doc, r, f"{gfield}.coveredResources")
             for r in _list(doc, group.get("coveredResources"), f"{gfield}.coveredResources")
@@ -129,6 +242,7 @@ def _groups(doc: _Doc, spec: Mapping[str, Any], has_cohort: bool) -> tuple[Resou
         for fi, fraw in enumerate(_list(doc, group.get("flavors"), f"{gfield}.flavors")):
             ffield = f"{gfield}.flavors[{fi}]"
             flavor = _mapping(doc, fraw, ffield)
+            _keys(doc, flavor, ffield, {"name", "resources"})
             fname = _name(doc, flavor.get("name"), f"{ffield}.name")
             if fname in seen_flavors:
                 raise TenancyError(
@@ -169,7 +283,53 @@ def _groups(doc: _Doc, spec: Mapping[str, Any], has_cohort: bool) -> tuple[Resou
     dup = sorted({r for r in covered_all if covered_all.count(r) > 1})
     if dup:
         raise TenancyError(f"{doc.where}: resource {dup[0]!r} is covered by two resource groups")
+    # A dlsched job asks GPUs, CPUs, memory and pods, not resource names: two names that count
+    # the same request (nvidia.com/gpu and amd.com/gpu) would each charge all of it. A name
+    # that counts none (ephemeral-storage, example.com/foo) is kept: Kueue charges a workload
+    # only what its pods request, and no trace job requests it, so its quota is never used,
+    # borrowed or lent, which is what Kueue does with such jobs.
+    by_kind: dict[str, tuple[str, str]] = {}
+    for gi, g in enumerate(groups):
+        for r in g.covered:
+            kind = resource_kind(r)
+            if kind is None:
+                continue
+            if kind in by_kind:
+                first, where = by_kind[kind]
+                raise TenancyError(
+                    f"{doc.where}: spec.resourceGroups[{gi}].coveredResources: {r!r} and "
+                    f"{first!r} (in {where}) both count a job's {kind} request, which would be "
+                    "charged to each; keep one name per kind (flavors' nodeLabels tell GPU "
+                    "types apart)"
+                )
+            by_kind[kind] = (r, f"spec.resourceGroups[{gi}]")
     return tuple(groups)
+
+
+def _namespace_selector(doc: _Doc, spec: Mapping[str, Any]) -> None:
+    """Only a selector matching every namespace is modelled. None is read as ``{}``: dlsched
+    sends jobs to LocalQueues by its queue map, and every bundled or generated manifest writes
+    ``{}`` (Kueue itself reads a missing selector as matching no namespace)."""
+    field = "spec.namespaceSelector"
+    selector = _mapping(doc, spec.get("namespaceSelector"), field)
+    _keys(doc, selector, field, {"matchLabels", "matchExpressions"})
+    if any(not _empty(v) for v in selector.values()):
+        raise TenancyError(
+            f"{doc.where}: {field}: only {{}} (every namespace) is modelled: dlsched sends "
+            f"jobs to LocalQueues by its queue map, not by namespace labels; got "
+            f"{dict(selector)!r}"
+        )
+
+
+def _admission_scope(doc: _Doc, spec: Mapping[str, Any]) -> None:
+    field = "spec.admissionScope"
+    scope = _mapping(doc, spec.get("admissionScope"), field)
+    _keys(doc, scope, field, {"admissionMode"})
+    if scope.get("admissionMode") not in (None, "NoAdmissionFairSharing"):
+        raise TenancyError(
+            f"{doc.where}: {field}.admissionMode: {scope['admissionMode']!r}: admission fair "
+            "sharing is not modelled; only NoAdmissionFairSharing is"
+        )
 
 
 def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueue:
@@ -182,12 +342,16 @@ def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueu
         "flavorFungibility",
         "fairSharing",
         "stopPolicy",
-        *_IGNORED_SPEC,
+        "namespaceSelector",
+        "admissionScope",
+        *_CQ_REFUSED,
     }
     _keys(doc, spec, "spec", allowed)
-    if spec.get("stopPolicy") not in (None, "None"):
-        raise doc.fail("spec.stopPolicy", "None (Hold and HoldAndDrain are not modelled)", None)
-    cohort_raw = spec.get("cohort", spec.get("cohortName"))
+    _refuse_set(doc, spec, "spec.", _CQ_REFUSED)
+    _stop_policy(doc, spec)
+    _namespace_selector(doc, spec)
+    _admission_scope(doc, spec)
+    cohort_raw = _alias(doc, spec, "cohort", "cohortName")
     cohort = None if cohort_raw in (None, "") else _name(doc, cohort_raw, "spec.cohort")
     pre = _mapping(doc, spec.get("preemption"), "spec.preemption")
     _keys(
@@ -272,8 +436,9 @@ def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueu
 
 
 def _cohort(doc: _Doc, name: str, spec: Mapping[str, Any]) -> Cohort:
+    # parent: v1alpha1's spelling of parentName.
     _keys(doc, spec, "spec", {"parent", "parentName", "resourceGroups", "fairSharing"})
-    parent_raw = spec.get("parent", spec.get("parentName"))
+    parent_raw = _alias(doc, spec, "parent", "parentName")
     parent = None if parent_raw in (None, "") else _name(doc, parent_raw, "spec.parent")
     return Cohort(name, parent, _groups(doc, spec, parent is not None), _weight(doc, spec))
 
@@ -298,15 +463,33 @@ class _Builder:
         name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
         doc = _Doc(path, index, kind or "?", name)
         if group == CONFIG_GROUP:
-            self._configuration(doc, data)
+            self._configuration(doc, api, kind, data)
             return
+        if kind not in (
+            "ResourceFlavor",
+            "ClusterQueue",
+            "Cohort",
+            "LocalQueue",
+            "WorkloadPriorityClass",
+        ):
+            raise TenancyError(
+                f"{doc.where}: kind {kind!r} is not modelled; dlsched reads ResourceFlavor, "
+                "ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass and Configuration"
+            )
         name = _name(doc, name, "metadata.name")
+        if kind == "WorkloadPriorityClass":
+            # A priority class has no spec: its value (and a description) sit at the top.
+            _keys(doc, data, "", {"apiVersion", "kind", "metadata", "value", "description"})
+        else:
+            _keys(doc, data, "", _OBJECT_KEYS)
         spec = _mapping(doc, data.get("spec"), "spec")
         key = (kind, name if kind != "LocalQueue" else f"{self._namespace(doc, meta)}/{name}")
         if key in self.where:
             raise TenancyError(f"{doc.where}: defined again (first in {self.where[key]})")
         self.where[key] = doc.where
         if kind == "ResourceFlavor":
+            _keys(doc, spec, "spec", {"nodeLabels", *_FLAVOR_REFUSED})
+            _refuse_set(doc, spec, "spec.", _FLAVOR_REFUSED)
             labels = _mapping(doc, spec.get("nodeLabels"), "spec.nodeLabels")
             self.flavors[name] = ResourceFlavor(name, {str(k): str(v) for k, v in labels.items()})
         elif kind == "ClusterQueue":
@@ -314,42 +497,100 @@ class _Builder:
         elif kind == "Cohort":
             self.cohorts[name] = _cohort(doc, name, spec)
         elif kind == "LocalQueue":
-            _keys(doc, spec, "spec", {"clusterQueue", "stopPolicy", "fairSharing"})
+            _keys(doc, spec, "spec", {"clusterQueue", "stopPolicy", *_LQ_REFUSED})
+            _refuse_set(doc, spec, "spec.", _LQ_REFUSED)
+            _stop_policy(doc, spec)
             cq = _name(doc, spec.get("clusterQueue"), "spec.clusterQueue")
             lq = LocalQueue(self._namespace(doc, meta), name, cq)
             self.lqs[lq.ref] = lq
-        elif kind == "WorkloadPriorityClass":
+        else:
             value = data.get("value")
             if not isinstance(value, int) or isinstance(value, bool):
                 raise doc.fail("value", "an integer priority", value)
             self.pcs[name] = PriorityClass(name, value)
-        else:
-            raise TenancyError(
-                f"{doc.where}: kind {kind!r} is not modelled; dlsched reads ResourceFlavor, "
-                "ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass and Configuration"
-            )
 
     @staticmethod
     def _namespace(doc: _Doc, meta: Mapping[str, Any]) -> str:
         ns = meta.get("namespace", "default")
         return _name(doc, ns, "metadata.namespace")
 
-    def _configuration(self, doc: _Doc, data: Mapping[str, Any]) -> None:
-        fair = _mapping(doc, data.get("fairSharing"), "fairSharing")
-        if not fair:
-            return
-        enabled = fair.get("enable", False)
-        if not isinstance(enabled, bool):
-            raise doc.fail("fairSharing.enable", "true or false", enabled)
-        raw = fair.get("preemptionStrategies")
-        strategies = FairSharing().strategies
-        if raw is not None:
-            allowed = (LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL)
-            strategies = tuple(
-                _choice(doc, s, "fairSharing.preemptionStrategies", allowed, allowed[0])
-                for s in _list(doc, raw, "fairSharing.preemptionStrategies")
+    def _configuration(self, doc: _Doc, api: str, kind: str, data: Mapping[str, Any]) -> None:
+        if kind != "Configuration":
+            raise TenancyError(
+                f"{doc.where}: kind {kind!r} is not modelled; of {CONFIG_GROUP} dlsched reads "
+                "Configuration"
             )
-        self.fair = FairSharing(enabled, strategies)
+        version = api.split("/", 1)[1] if "/" in api else ""
+        if version not in CONFIG_VERSIONS:
+            raise doc.fail(
+                "apiVersion", " or ".join(f"{CONFIG_GROUP}/{v}" for v in CONFIG_VERSIONS), api
+            )
+        if ("Configuration", "") in self.where:
+            first = self.where[("Configuration", "")]
+            raise TenancyError(f"{doc.where}: a second Configuration (first in {first})")
+        self.where[("Configuration", "")] = doc.where
+        _keys(
+            doc,
+            data,
+            "",
+            {
+                "apiVersion",
+                "kind",
+                "metadata",
+                "fairSharing",
+                "waitForPodsReady",
+                *_CONFIG_REFUSED,
+                *_CONFIG_INERT,
+            },
+        )
+        _refuse_set(doc, data, "", _CONFIG_REFUSED)
+        # v1beta1 turns waitForPodsReady and fairSharing on with "enable"; v1beta2 by their
+        # presence (its conversion drops a v1beta1 one whose enable is false).
+        v1beta1 = version == "v1beta1"
+        wait = data.get("waitForPodsReady")
+        if wait is not None and (not v1beta1 or self._enabled(doc, wait, "waitForPodsReady")):
+            raise TenancyError(
+                f"{doc.where}: waitForPodsReady: waiting for pods to be ready (timeouts, "
+                f"requeuing, blocked admission) is not modelled; got {wait!r}"
+            )
+        raw_fair = data.get("fairSharing")
+        if raw_fair is None:
+            return
+        fair = _mapping(doc, raw_fair, "fairSharing")
+        if not v1beta1 and "enable" in fair:
+            raise TenancyError(
+                f"{doc.where}: fairSharing.enable: not a field of {api} (fair sharing is on "
+                "when fairSharing is present, off when absent)"
+            )
+        _keys(
+            doc,
+            fair,
+            "fairSharing",
+            {"enable", "preemptionStrategies"} if v1beta1 else {"preemptionStrategies"},
+        )
+        if v1beta1 and not self._enabled(doc, fair, "fairSharing"):
+            return
+        field = "fairSharing.preemptionStrategies"
+        raw = _list(doc, fair.get("preemptionStrategies"), field)
+        allowed = (LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL)
+        # v1beta1 defaults an empty list to both strategies; v1beta2 requires one.
+        strategies = (
+            tuple(_choice(doc, s, field, allowed, allowed[0]) for s in raw)
+            if raw or not v1beta1
+            else FairSharing().strategies
+        )
+        if strategies not in _STRATEGY_LISTS:
+            lists = ", ".join(str(list(x)) for x in _STRATEGY_LISTS)
+            raise doc.fail(field, f"one of Kueue's lists {lists}", raw)
+        self.fair = FairSharing(True, strategies)
+
+    @staticmethod
+    def _enabled(doc: _Doc, value: object, field: str) -> bool:
+        """v1beta1's ``enable`` of the mapping at ``field``."""
+        enabled = _mapping(doc, value, field).get("enable", False)
+        if not isinstance(enabled, bool):
+            raise doc.fail(f"{field}.enable", "true or false", enabled)
+        return enabled
 
     def build(self, source: str) -> Tenancy:
         for cq in self.cqs.values():

@@ -79,6 +79,14 @@ class QuotaTree:
             tuple(self.usage[at] for at in self.chain[i]) for i in range(n)
         ]
         self.fr_names = {i: fr for fr, i in self.frs.items()}
+        # Kueue's height of a node: 0 for a ClusterQueue, 1 for a cohort of queues only, one
+        # more than its highest child cohort otherwise.
+        self.height = [0] * n
+        for i in sorted(range(len(self.cq_names), n), key=lambda c: -len(self.chain[c])):
+            kids = self.children[i]
+            self.height[i] = max(
+                [min(len(kids), 1)] + [self.height[c] + 1 for c in kids if c >= len(self.cq_names)]
+            )
         self._potential: dict[tuple[int, int], float] = {}
 
     def _quotas(self, node: int, groups: Iterable[ResourceGroup]) -> None:
