@@ -23,7 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from dlsched.tenancy.model import BORROW, NEVER, PREEMPT
+from dlsched.tenancy.model import (
+    BORROW,
+    BORROWING_OVER_PREEMPTION,
+    NEVER,
+    PREEMPT,
+    PREEMPTION_OVER_BORROWING,
+)
 from dlsched.tenancy.quota import EPS, QuotaTree
 
 if TYPE_CHECKING:
@@ -56,14 +62,17 @@ class Choice(NamedTuple):
     resources: tuple[tuple[int, float, Granular], ...]
 
 
-def preferred(a: Granular, b: Granular) -> bool:
-    """Whether mode ``a`` is better than ``b`` (Kueue's ``isPreferred``, default preference)."""
+def preferred(a: Granular, b: Granular, preference: str = BORROWING_OVER_PREEMPTION) -> bool:
+    """Whether mode ``a`` is better than ``b`` (Kueue's ``isPreferred``): one that fits some
+    way over no fit, one with candidates over one without, then by ``preference``."""
     if a.mode == NO_FIT:
         return False
     if b.mode == NO_FIT:
         return True
     if (a.mode == NO_CANDIDATES) != (b.mode == NO_CANDIDATES):
         return a.mode != NO_CANDIDATES
+    if preference == PREEMPTION_OVER_BORROWING and a.borrowing != b.borrowing:
+        return a.borrowing < b.borrowing
     if a.mode != b.mode:
         return a.mode > b.mode
     return a.borrowing < b.borrowing
@@ -171,7 +180,7 @@ def choose(
         choice = Choice(name, worst, tuple(found))
         if not try_next(worst, fungibility.when_can_borrow, fungibility.when_can_preempt):
             return choice
-        if best is None or preferred(worst, best.mode):
+        if best is None or preferred(worst, best.mode, fungibility.preference):
             best = choice
     return best
 

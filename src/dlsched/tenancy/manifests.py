@@ -37,11 +37,13 @@ from dlsched.tenancy.model import (
     BEST_EFFORT_FIFO,
     BORROW,
     BORROW_POLICIES,
+    BORROWING_OVER_PREEMPTION,
     LESS_THAN_INITIAL,
     LESS_THAN_OR_EQUAL_FINAL,
     MAY_STOP_SEARCH,
     NEVER,
     PREEMPT,
+    PREEMPTION_OVER_BORROWING,
     RECLAIM_POLICIES,
     STRICT_FIFO,
     TRY_NEXT_FLAVOR,
@@ -397,7 +399,7 @@ def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueu
             "than Never"
         )
     fung = _mapping(doc, spec.get("flavorFungibility"), "spec.flavorFungibility")
-    _keys(doc, fung, "spec.flavorFungibility", {"whenCanBorrow", "whenCanPreempt"})
+    _keys(doc, fung, "spec.flavorFungibility", {"whenCanBorrow", "whenCanPreempt", "preference"})
     # v1beta2 spells v1beta1's Borrow and Preempt as MayStopSearch.
     when_borrow = _choice(
         doc,
@@ -413,9 +415,17 @@ def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueu
         (PREEMPT, MAY_STOP_SEARCH, TRY_NEXT_FLAVOR),
         TRY_NEXT_FLAVOR,
     )
+    preference = _choice(
+        doc,
+        fung.get("preference"),
+        "spec.flavorFungibility.preference",
+        (BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING),
+        BORROWING_OVER_PREEMPTION,
+    )
     fungibility = Fungibility(
         BORROW if when_borrow == MAY_STOP_SEARCH else when_borrow,
         PREEMPT if when_preempt == MAY_STOP_SEARCH else when_preempt,
+        preference,
     )
     strategy = _choice(
         doc,

@@ -28,6 +28,10 @@ BORROW_POLICIES = (NEVER, LOWER_PRIORITY)
 STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
 BORROW, TRY_NEXT_FLAVOR, PREEMPT = "Borrow", "TryNextFlavor", "Preempt"
 MAY_STOP_SEARCH = "MayStopSearch"
+BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING = (
+    "BorrowingOverPreemption",
+    "PreemptionOverBorrowing",
+)
 """v1beta2's name for whenCanBorrow: Borrow and whenCanPreempt: Preempt."""
 LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL = "LessThanOrEqualToFinalShare", "LessThanInitialShare"
 GPU, CPU, MEMORY, PODS = "gpu", "cpu", "memory", "pods"
@@ -98,6 +102,9 @@ class Fungibility:
 
     when_can_borrow: str = BORROW
     when_can_preempt: str = TRY_NEXT_FLAVOR
+    preference: str = BORROWING_OVER_PREEMPTION
+    """Between two flavors both worth trying: the better preemption mode first, then less
+    borrowing (``BorrowingOverPreemption``, Kueue's default), or the other way round."""
 
 
 @dataclass(frozen=True)
