@@ -376,14 +376,10 @@ class Admission:
     def _cq_groups(self, cq: ClusterQueue, gpu_types: list[str]) -> list[_Group]:
         groups: list[_Group] = []
         for group in cq.resource_groups:
-            kinds = tuple(k for r in group.covered if (k := resource_kind(r)) is not None)
+            kinds = tuple(resource_kind(r) for r in group.covered)
             flavors: list[_Flavor] = []
             for fq in group.flavors:
-                frs = {
-                    k: self.quota.frs[(fq.flavor, r)]
-                    for r in fq.resources
-                    if (k := resource_kind(r)) is not None
-                }
+                frs = {resource_kind(r): self.quota.frs[(fq.flavor, r)] for r in fq.resources}
                 labels = self.tenancy.flavors[fq.flavor].node_labels
                 flavors.append(_Flavor(fq.flavor, flavor_gpu_type(labels, gpu_types), frs))
             groups.append(_Group(kinds, tuple(flavors)))

@@ -19,7 +19,8 @@ matching no namespace, so write ``{}``), the Configuration's controller plumbing
 metrics, leader election, client connection, ...) and its choice of which jobs and namespaces
 Kueue manages (every dlsched job names its LocalQueue), a WorkloadPriorityClass's
 ``description``, objects' ``status``. Quotas on resources other than GPUs (any name ending in
-``gpu``), ``cpu``, ``memory`` and ``pods`` are accepted and charge nothing: Kueue charges a
+``gpu``), ``cpu``, ``memory`` and ``pods`` are accepted, each its own kind, and charge
+trace jobs nothing: Kueue charges a
 workload only what its pods request, and no trace job requests other resources. Every error is
 one line naming the file, the document (1-based, with its kind and name) and the field. Needs
 PyYAML (``pip install 'dlsched[tenancy]'``).
@@ -286,16 +287,14 @@ def _groups(doc: _Doc, spec: Mapping[str, Any], has_cohort: bool) -> tuple[Resou
     if dup:
         raise TenancyError(f"{doc.where}: resource {dup[0]!r} is covered by two resource groups")
     # A dlsched job asks GPUs, CPUs, memory and pods, not resource names: two names that count
-    # the same request (nvidia.com/gpu and amd.com/gpu) would each charge all of it. A name
-    # that counts none (ephemeral-storage, example.com/foo) is kept: Kueue charges a workload
+    # the same request (nvidia.com/gpu and amd.com/gpu) would each charge all of it. Any other
+    # name (ephemeral-storage, example.com/foo) is a kind of its own: Kueue charges a workload
     # only what its pods request, and no trace job requests it, so its quota is never used,
-    # borrowed or lent, which is what Kueue does with such jobs.
+    # borrowed or lent by trace jobs, which is what Kueue does with such jobs.
     by_kind: dict[str, tuple[str, str]] = {}
     for gi, g in enumerate(groups):
         for r in g.covered:
             kind = resource_kind(r)
-            if kind is None:
-                continue
             if kind in by_kind:
                 first, where = by_kind[kind]
                 raise TenancyError(

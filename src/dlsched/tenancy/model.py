@@ -28,11 +28,11 @@ BORROW_POLICIES = (NEVER, LOWER_PRIORITY)
 STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
 BORROW, TRY_NEXT_FLAVOR, PREEMPT = "Borrow", "TryNextFlavor", "Preempt"
 MAY_STOP_SEARCH = "MayStopSearch"
+"""v1beta2's name for whenCanBorrow: Borrow and whenCanPreempt: Preempt."""
 BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING = (
     "BorrowingOverPreemption",
     "PreemptionOverBorrowing",
 )
-"""v1beta2's name for whenCanBorrow: Borrow and whenCanPreempt: Preempt."""
 LESS_THAN_OR_EQUAL_FINAL, LESS_THAN_INITIAL = "LessThanOrEqualToFinalShare", "LessThanInitialShare"
 GPU, CPU, MEMORY, PODS = "gpu", "cpu", "memory", "pods"
 IN_CLUSTER_QUEUE = "InClusterQueue"
@@ -49,14 +49,13 @@ PREEMPTION_REASONS = (
 ``reason`` label of ``kueue_preempted_workloads_total``)."""
 
 
-def resource_kind(name: str) -> str | None:
-    """Which of a job's requests a Kubernetes resource name counts: ``gpu``, ``cpu``,
-    ``memory``, ``pods``, or None (nothing a trace job asks for)."""
-    if name in (CPU, MEMORY, PODS):
-        return name
+def resource_kind(name: str) -> str:
+    """Which of a workload's requests a Kubernetes resource name counts: ``gpu`` (any name
+    ending in ``gpu``), ``cpu``, ``memory``, ``pods``, or the name itself (a resource no trace
+    job asks for: its quota is charged only to workloads that ask it by that name)."""
     if name == GPU or name.endswith("/gpu"):
         return GPU
-    return None
+    return name
 
 
 @dataclass(frozen=True)
