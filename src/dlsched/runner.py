@@ -281,7 +281,16 @@ def run_experiment(
     summary["trace_rows_rejected"] = len(read.errors)
     summary["trace_first_rejection"] = str(read.errors[0]) if read.errors else None
     if out is not None:
-        write_run(out, result.jobs, result.timeline, summary, exp.to_dict(), force, result.tenants)
+        write_run(
+            out,
+            result.jobs,
+            result.timeline,
+            summary,
+            exp.to_dict(),
+            force,
+            result.tenants,
+            result.kueue_metrics,
+        )
     return result
 
 

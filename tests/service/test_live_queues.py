@@ -169,6 +169,33 @@ def test_the_api_requires_a_queue_and_shows_queue_usage(tmp_path: Path) -> None:
     live.store.close()
 
 
+def test_the_api_serves_kueue_metrics_by_kueues_names(tmp_path: Path) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    live = Live(tmp_path, {"a": {"gpu": 2, "cohort": "pool"}, "b": {"gpu": 4, "cohort": "pool"}})
+    ctx = ServiceContext(live.store, live.ctl, lambda: None, live.clock, "t" * 32, "fifo")
+    auth = {"Authorization": "Bearer " + "t" * 32}
+    body = {"name": "x", "gpus": 4, "command": ["true"], "expected_duration_s": DURATION_S}
+    with TestClient(create_app(ctx, None), base_url="http://localhost") as client:
+        assert client.post("/jobs", json={**body, "queue": "a"}, headers=auth).status_code == 201
+        live.ctl.step()
+        r = client.get("/metrics", params={"format": "prometheus"}, headers=auth)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+        assert client.get("/metrics", params={"format": "xml"}, headers=auth).status_code == 422
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(r.text)
+        for s in family.samples
+    }
+    usage = ("cluster_queue", "a"), ("cohort", "pool"), ("flavor", "default-flavor")
+    key = tuple(sorted((*usage, ("resource", "nvidia.com/gpu"))))
+    # a's job holds 4 GPUs: 2 nominal, 2 borrowed from b.
+    assert samples[("kueue_cluster_queue_resource_usage", key)] == 4.0
+    assert samples[("kueue_admitted_active_workloads", (("cluster_queue", "a"),))] == 1
+    assert samples[("kueue_admitted_workloads_total", (("cluster_queue", "a"),))] == 1
+    live.store.close()
+
+
 def test_queues_are_refused_with_an_elastic_policy(tmp_path: Path) -> None:
     live = Live(tmp_path, {"a": {"gpu": 2}})
     from dlsched.elastic.registry import create_elastic_policy

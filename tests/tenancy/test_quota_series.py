@@ -74,6 +74,14 @@ def test_series_integrates_to_the_summary_averages(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     summary = json.loads((out / "summary.json").read_text())
+    # Kueue's metrics at the run's end, every job counted by its ClusterQueue.
+    metrics = (out / "kueue_metrics.prom").read_text()
+    finished = [
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("kueue_finished_workloads_total{")
+    ]
+    assert len(finished) == 11 and sum(finished) == summary["jobs"]
     series = pq.read_table(out / "tenants.parquet")
     table = series.to_pylist()
     start = table[0]["time"]
@@ -123,6 +131,7 @@ def test_no_series_without_queues(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert not (out / "tenants.parquet").exists()
+    assert not (out / "kueue_metrics.prom").exists()
 
 
 def test_lending_stays_within_each_cohort_tree(tmp_path: Path) -> None:

@@ -24,8 +24,9 @@ class RunDirError(ValueError):
 
 
 TENANTS_FILE = "tenants.parquet"
+KUEUE_METRICS_FILE = "kueue_metrics.prom"
 
-RUN_DIR = DirKind("run directory", (*RUN_FILES, TENANTS_FILE), RunDirError)
+RUN_DIR = DirKind("run directory", (*RUN_FILES, TENANTS_FILE, KUEUE_METRICS_FILE), RunDirError)
 """Run directories as outputs: ``RUN_DIR.check(out, force)`` before a run."""
 
 
@@ -37,8 +38,10 @@ def write_run(
     config: dict[str, Any],
     force: bool = False,
     tenants: pa.Table | None = None,
+    kueue_metrics: str | None = None,
 ) -> Path:
-    """Write a run directory atomically (with ``tenants``: also ``tenants.parquet``). An
+    """Write a run directory atomically (with ``tenants``: also ``tenants.parquet``; with
+    ``kueue_metrics``, Kueue's metrics at the run's end: ``kueue_metrics.prom``). An
     earlier run at ``out`` is replaced only with ``force``, and nothing but a run ever is
     (:class:`RunDirError` otherwise)."""
 
@@ -47,6 +50,8 @@ def write_run(
         pq.write_table(timeline, tmp / "timeline.parquet")
         if tenants is not None:
             pq.write_table(tenants, tmp / TENANTS_FILE)
+        if kueue_metrics is not None:
+            (tmp / KUEUE_METRICS_FILE).write_text(kueue_metrics)
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 

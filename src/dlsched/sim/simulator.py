@@ -75,7 +75,8 @@ class RunResult:
     ``record_segments``, every allocation interval, node power transition
     ``(time, node, state)`` (states of :mod:`dlsched.sim.power_states`) and node outage
     ``(node, fail time, repair time)`` (inf while never repaired); with queues, the quota
-    time series per ClusterQueue (:mod:`dlsched.tenancy.series`)."""
+    time series per ClusterQueue (:mod:`dlsched.tenancy.series`) and Kueue's metrics at the
+    end (:mod:`dlsched.tenancy.kueue_metrics`)."""
 
     jobs: pa.Table
     timeline: pa.Table
@@ -85,6 +86,7 @@ class RunResult:
     power_transitions: list[tuple[float, int, int]] | None = None
     outages: list[tuple[int, float, float]] | None = None
     tenants: pa.Table | None = None
+    kueue_metrics: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,6 +366,7 @@ class Simulator:
         )
         summary.update(self._topology_summary())
         tenants: pa.Table | None = None
+        kueue: str | None = None
         if self.admission is None:
             from dlsched.metrics.tenant_keys import no_tenants
 
@@ -375,6 +378,9 @@ class Simulator:
             total = float(sum(self.state.pool_total_gpus))
             summary.update(tenant_summary(jobs, self.admission, end, total))
             tenants = quota_series(self.admission, summary["tenants"])
+            from dlsched.tenancy.kueue_metrics import exposition
+
+            kueue = exposition(self.admission)
         if managed:
             summary.update(self.power.report(*makespan_window(jobs)))
             always_on = summary["energy_always_on_kwh"]
@@ -383,7 +389,9 @@ class Simulator:
                 summary["energy_saved_kwh"] / always_on if always_on else None
             )
         if self.segments is None:
-            return RunResult(jobs, timeline, summary, self.config, tenants=tenants)
+            return RunResult(
+                jobs, timeline, summary, self.config, tenants=tenants, kueue_metrics=kueue
+            )
         outages = [(n, t, math.inf) for n, t in self._down_since.items()]
         return RunResult(
             jobs,
@@ -394,6 +402,7 @@ class Simulator:
             self.power.transitions,
             sorted(self._outages + outages),
             tenants,
+            kueue,
         )
 
     def _topology_summary(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import numpy as np
 from dlsched.tenancy.admission import CAUSES, Admission, Workload
 from dlsched.tenancy.errors import TenancyError
 from dlsched.tenancy.grouping import group_order
+from dlsched.tenancy.kueue_metrics import KueueCounters
 from dlsched.tenancy.model import CPU, GPU, MEMORY, PODS, Tenancy, resource_kind
 from dlsched.tenancy.queue_map import QueueMap
 
@@ -83,6 +84,9 @@ class AdmissionStage:
         self._workloads: dict[Any, Workload] = {}
         self._seq = 0
         self.preemptions = [dict.fromkeys(CAUSES, 0) for _ in self.names]
+        self.kueue = KueueCounters(len(self.names))
+        # When an evicted job was requeued (Kueue's admission wait counts from then).
+        self._requeued: dict[Any, float] = {}
         quota = self.admission.quota
         gpu_frs = {fr for fr, (_, name) in quota.fr_names.items() if resource_kind(name) == GPU}
         self._gpu_frs = [[fr for fr in quota.nominal[cq] if fr in gpu_frs] for cq in index.values()]
@@ -245,6 +249,7 @@ class AdmissionStage:
         """An admitted job ended: its quota is free again."""
         wl = self._workloads.pop(job)
         self.admission.release(wl)
+        self.kueue.finished[wl.cq] += 1
         self._note(wl.cq, now)
 
     def queue_of(self, job: Any) -> str:
@@ -271,14 +276,20 @@ class AdmissionStage:
             return []
         out: list[Decision] = []
         note = self._note
+        admit = self.kueue.admit
+        requeued = self._requeued
         # Noted once the round is over, so each note holds the queue's usage after it.
         for wl, evictions in admissions:
             note(wl.cq, now)
+            since = requeued.pop(wl.key, None) if requeued else None
+            admit(wl.cq, now - (wl.created if since is None else since))
             if not evictions:
                 out.append(Decision(wl.key, ()))
                 continue
             for ev in evictions:
                 self.preemptions[ev.workload.cq][ev.cause] += 1
+                self.kueue.preempt(wl.cq, ev.workload.cq, ev.reason)
+                requeued[ev.workload.key] = now
                 note(ev.workload.cq, now)
             out.append(Decision(wl.key, tuple((ev.workload.key, ev.cause) for ev in evictions)))
         return out

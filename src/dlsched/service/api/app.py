@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 
 from dlsched.service.api.guard import DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_BODY, PRINCIPAL, Guard
@@ -234,7 +234,15 @@ def create_app(
         }
 
     @get("/metrics", "Job counts, utilization and queue series, cycle times")
-    def metrics() -> dict[str, Any]:
+    def metrics(format: Literal["json", "prometheus"] = "json") -> Any:
+        """JSON by default; ``?format=prometheus``: Kueue's metrics by Kueue's names (with
+        ``--queues``; 404 without), as a Prometheus scrape reads them."""
+        if format == "prometheus":
+            if controller.admission is None:
+                raise HTTPException(404, "no Kueue metrics: this service runs without --queues")
+            return PlainTextResponse(
+                controller.admission.kueue_metrics(), media_type="text/plain; version=0.0.4"
+            )
         out: dict[str, Any] = {"counts": store.counts()}
         out.update(controller.metrics.snapshot())
         if controller.admission is not None:

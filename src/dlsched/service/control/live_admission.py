@@ -16,6 +16,7 @@ from typing import Any
 
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import Demand
+from dlsched.tenancy.kueue_metrics import exposition
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class LiveAdmission:
         self._evicted: set[int] = set()
         """Admitted jobs an admission evicted, until they wait for admission again."""
         self._usage = self._measure()
+        self._kueue = exposition(self.stage)
 
     def check_queues(self, queues: dict[str, frozenset[str]], source: str) -> None:
         """ValueError, naming ``source`` and the tenant, unless every queue each tenant of
@@ -108,7 +110,13 @@ class LiveAdmission:
                 self._evicted.add(victim)
                 evicted.append(victim)
         self._usage = self._measure()
+        self._kueue = exposition(self.stage)
         return admitted, evicted
+
+    def kueue_metrics(self) -> str:
+        """Kueue's metrics as of the last :meth:`run`, in Prometheus's text format
+        (:mod:`dlsched.tenancy.kueue_metrics`)."""
+        return self._kueue
 
     def usage(self) -> list[dict[str, Any]]:
         """Per ClusterQueue, as of the last :meth:`run`: its name, cohort, nominal GPU quota
