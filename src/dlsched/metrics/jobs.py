@@ -1,5 +1,6 @@
 """Per-job records of a run and the schema of ``jobs.parquet``. Times a job never had (a
-set-aside job's start and end) are nulls."""
+set-aside job's start and end) are nulls; so are ``cluster_queue`` and ``admission_wait_s``
+(its first admission less its submission) in a run without queues."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ JOBS_SCHEMA = pa.schema(
         pa.field("restarts", pa.int32()),
         pa.field("gpu_seconds", pa.float64()),
         pa.field("lost_gpu_seconds", pa.float64()),
+        pa.field("cluster_queue", pa.string()),
+        pa.field("admission_wait_s", pa.float64()),
     ]
 )
 FINISHED, SET_ASIDE = "finished", "set_aside"
@@ -73,7 +76,10 @@ class JobRecords:
         self.gpu_s = array("d", [0.0]) * n
         self.lost_gpu_s = array("d", [0.0]) * n
         self.finished = bytearray(n)
+        self.admitted = array("d", [nan]) * n
         self.reasons: dict[int, str] = {}
+        self.queues: tuple[list[int], list[str]] | None = None
+        """With queues: each row's ClusterQueue (negative: none) and the queues' names."""
 
     def set_aside(self, row: int, reason: str, gpus: int, submit: float) -> None:
         self.reasons[row] = reason
@@ -104,6 +110,17 @@ class JobRecords:
         status = np.where(finished, FINISHED, SET_ASIDE).astype(object)
         reasons = [self.reasons.get(i) for i in range(n)] if self.reasons else [None] * n
         submit, start, end = (_numbers(c) for c in (self.submit, self.start, self.end))
+        if self.queues is None:
+            cluster_queue = pa.nulls(n, pa.string())
+            wait = pa.nulls(n, pa.float64())
+        else:
+            rows, queue_names = self.queues
+            labels = np.array([*queue_names, None], dtype=object)
+            at = np.asarray(rows, dtype=np.int64)
+            # Negative: the row maps to no ClusterQueue (it was set aside).
+            at = np.where(at >= 0, at, len(queue_names))
+            cluster_queue = pa.array(labels[at], pa.string())
+            wait = pa.array(_numbers(self.admitted) - submit, from_pandas=True)
         return pa.table(
             {
                 "job_id": pa.array(job_ids, pa.string()),
@@ -122,6 +139,8 @@ class JobRecords:
                 "restarts": pa.array(_numbers(self.restarts), pa.int32()),
                 "gpu_seconds": pa.array(_numbers(self.gpu_s)),
                 "lost_gpu_seconds": pa.array(_numbers(self.lost_gpu_s)),
+                "cluster_queue": cluster_queue,
+                "admission_wait_s": wait,
             },
             schema=JOBS_SCHEMA,
         )

@@ -260,6 +260,7 @@ class Simulator:
         self.admission: AdmissionStage | None = None
         if config.queues is not None:
             self.admission = self._admission_stage(config.queues, config.queue_map)
+            self.records.queues = (self.admission.row_cq, self.admission.names)
             inner = self._cycle
 
             def admitting_cycle(g: int, now: float) -> None:
@@ -661,7 +662,10 @@ class Simulator:
         assert self.admission is not None
         typed = self.admission.typed_flavors
         groups, dirty = self.groups, self._dirty
+        first = self.records.admitted
         for job in admitted:
+            if first[job.row] != first[job.row]:  # NaN: its first admission
+                first[job.row] = now
             if typed:
                 gpu_type = self.admission.gpu_type_of(job)
                 d = job.demand

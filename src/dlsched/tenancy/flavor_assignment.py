@@ -111,7 +111,8 @@ def resource_mode(
 ) -> Granular:
     """The granular mode of ``amount`` of ``fr`` for ``wl`` in its queue (Kueue's
     ``fitsResourceQuota``); where preemption is looked for, ``oracle`` says what it gives
-    (None: a preemption is taken to be possible)."""
+    (None: a preemption is taken to be possible, borrowing when the request passes the
+    nominal quota)."""
     quota = adm.quota
     cq = wl.cq
     if amount > quota.potential(cq, fr) + EPS:
@@ -126,7 +127,10 @@ def resource_mode(
     if not (quota.nominal[cq].get(fr, 0.0) + EPS >= amount or below_root or while_borrowing):
         return Granular(NO_FIT, level)
     if oracle is None:
-        return Granular(PREEMPTING, 0)
+        # Unsimulated, as the fast path judges it: preempting borrows when the request alone
+        # passes the nominal quota.
+        nominal = quota.nominal[cq].get(fr, 0.0)
+        return Granular(PREEMPTING, 0 if amount <= nominal + EPS else max(1, level))
     return oracle(fr, amount)
 
 

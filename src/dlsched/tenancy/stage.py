@@ -353,7 +353,7 @@ class AdmissionStage:
 
     def report(self, end: float) -> dict[str, dict[str, Any]]:
         """Per ClusterQueue: nominal GPU quota, time-averaged GPUs in use and borrowed over
-        the run, and evictions by cause."""
+        the run, and evictions by cause and by Kueue's reason."""
         used_s, borrowed_s = self._integrals(end)
         span = end - (self._start if self._start is not None else end)
         out: dict[str, dict[str, Any]] = {}
@@ -365,5 +365,6 @@ class AdmissionStage:
                 "used_gpus_avg": float(used_s[cq]) / span if span > 0 else None,
                 "borrowed_gpus_avg": float(borrowed_s[cq]) / span if span > 0 else None,
                 "preemptions": dict(self.preemptions[cq]),
+                "evictions_by_reason": dict(self.kueue.evicted[cq]),
             }
         return out
