@@ -115,6 +115,12 @@ SESSIONS = {
         shared=True,
         slow=True,
     ),
+    "whatif": Session(
+        ("What if: the same jobs under another quota configuration",),
+        shared=True,
+        slow=True,
+        long=True,
+    ),
     "topology": Session(
         ("Network topology: racks, blocks and topology-aware placement",),
         page="docs/reference/tenancy.md",
@@ -255,6 +261,7 @@ def _check_outputs(name: str, checkout: Path) -> None:
         "helios": ["report/index.html", "runs/qssf/summary.json", "venus/trace.parquet"],
         "energy": ["energy/index.html", "runs/ces/summary.json"],
         "sweeps": ["sweeps/philly/results.csv", "sweeps/philly/table.md"],
+        "whatif": ["sweeps/lending/whatif.md", "sweeps/lending/whatif.csv"],
         "ps": [
             "ps.parquet",
             "runs/smd/summary.json",
@@ -283,6 +290,22 @@ def _check_outputs(name: str, checkout: Path) -> None:
         assert len(rows) == 1 + 6  # 3 policies x 2 seeds
     if name == "topology":
         _check_topology(checkout)
+    if name == "whatif":
+        _check_whatif(checkout)
+
+
+def _check_whatif(checkout: Path) -> None:
+    """The cohort-level changes the what-if section reads off its sweep."""
+    with (checkout / "sweeps/lending/whatif.csv").open() as handle:
+        cohort = {
+            r["metric"]: (float(r["delta"]), float(r["delta_ci95"]))
+            for r in csv.DictReader(handle)
+            if r["level"] == "cohort" and r["name"] == "philly"
+        }
+    for metric in ("evictions_InCohortReclamation", "avg_jct_s", "borrowed_gpus_avg"):
+        delta, half = cohort[metric]
+        assert delta + half < 0, (metric, delta, half)
+    assert (checkout / "sweeps/lending/whatif.png").is_file()
 
 
 def _check_topology(checkout: Path) -> None:

@@ -93,3 +93,48 @@ def test_toml_grid_queues_resolve_next_to_the_file(tmp_path: Path) -> None:
     with pytest.raises(GridError, match="--queue-map maps jobs to the LocalQueues") as info:
         load_grid(path)
     assert str(path) in str(info.value)
+
+
+def test_two_queue_configurations_give_the_what_if_per_queue(tmp_path: Path) -> None:
+    from tests.tenancy.kueue_manifests import documents, write
+
+    # b borrows a's idle half at first and a reclaims it (baseline); with a lending nothing,
+    # b waits for its own quota instead and nobody is evicted.
+    shared = {"cohort": "pool", "reclaim": "Any"}
+    lend = write(tmp_path / "lend.yaml", documents({"a": {"gpu": 4, **shared},
+                                                    "b": {"gpu": 4, **shared}}))  # fmt: skip
+    keep = write(tmp_path / "keep.yaml", documents({"a": {"gpu": 4, "lend": 0, **shared},
+                                                    "b": {"gpu": 4, **shared}}))  # fmt: skip
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(
+        "job_id,submit_time,num_gpus,duration,vc\n"
+        "b1,0,4,1000,b\nb2,0,4,1000,b\na1,100,4,200,a\na2,400,4,200,a\n"
+    )
+    out = tmp_path / "whatif"
+    r = invoke(
+        "sweep", "--trace", trace, "--cluster", "1x8", "--no-partitions", "--policy", "fifo",
+        "--queues", f"{lend},{keep}", "--seed", "0,1", "--workers", "1", "--out", out,
+        "--no-progress",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    with (out / "whatif.csv").open() as handle:
+        rows = {(row["level"], row["name"], row["metric"]): row for row in csv.DictReader(handle)}
+    assert {row["queues"] for row in rows.values()} == {str(keep)}
+    assert {row["baseline_queues"] for row in rows.values()} == {str(lend)}
+
+    def delta(level: str, name: str, metric: str) -> float:
+        row = rows[(level, name, metric)]
+        assert row["seeds"] == "2" and float(row["delta_ci95"]) == 0  # deterministic FIFO
+        return float(row["delta"])
+
+    # Baseline: b2 borrows a's 4 GPUs, a1 reclaims them, b2 borrows them again once a1 is done
+    # and a2 reclaims them again; kept: b2 waits for b1.
+    assert delta("cluster_queue", "b", "evictions_InCohortReclamation") == -2
+    assert delta("cluster_queue", "b", "wait_p99_s") > 0
+    assert delta("cluster_queue", "b", "borrowed_gpus_avg") < 0
+    assert delta("cluster_queue", "a", "wait_p99_s") <= 0
+    assert delta("cohort", "pool", "evictions_InCohortReclamation") == -2
+    table = (out / "whatif.md").read_text()
+    assert "### keep.yaml against lend.yaml (jobs.csv, 1x8, fifo" in table
+    assert "| cluster_queue | b |" in table and "| cohort | pool |" in table
+    assert (out / "whatif.png").is_file()

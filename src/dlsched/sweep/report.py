@@ -11,6 +11,8 @@ A sweep with queues (``--queues``) adds the tenant figures of each cell's ``summ
 (:mod:`dlsched.tenancy.report`): Jain's index over the tenants' shares each divided by its fair
 share, and the largest deviation of a tenant's share from its fair share. results.csv always
 has their columns (empty without queues); the table and figures show them with queues only.
+Two or more queue configurations also get the what-if of quotas, per ClusterQueue and cohort
+(:mod:`dlsched.sweep.whatif`: whatif.csv, whatif.md, whatif.png).
 
 Likewise the topology figures (:func:`dlsched.metrics.summary.topology_figures`): jobs that
 waited fragmented, multi-node starts and the share of them spanning racks. results.csv always
@@ -145,6 +147,10 @@ def write_report(out: Path) -> bool:
             shown["queues"] = Path(str(row["queues"])).name
         groups[tuple(str(shown[c]) for c in coordinates)].append(row)
     write_file_atomic(out / "table.md", markdown(groups, coordinates, metrics))
+    if len([q for q in full.values("queues") if q is not None]) >= 2:
+        from dlsched.sweep.whatif import write_whatif
+
+        write_whatif(out, cells, rows)
     return figures(out, groups, metrics)
 
 
