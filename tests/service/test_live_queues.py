@@ -274,3 +274,60 @@ def test_dlsched_submit_queue_against_a_real_server(tmp_path: Path) -> None:
         "a1": ("RUNNING", "a"),
         "a2": ("PENDING", "a"),
     }
+
+
+def test_a_dry_run_answers_without_changing_anything(tmp_path: Path) -> None:
+    queues = {
+        "a": {"gpu": 4, "cohort": "pool", "reclaim": "Any"},
+        "b": {"gpu": 4, "cohort": "pool", "reclaim": "Any"},
+    }
+    live = Live(tmp_path, queues)
+    ctx = ServiceContext(live.store, live.ctl, lambda: None, live.clock, "t" * 32, "fifo")
+    auth = {"Authorization": "Bearer " + "t" * 32}
+    body = {"name": "x", "command": ["true"], "expected_duration_s": DURATION_S}
+    with TestClient(create_app(ctx, None), base_url="http://localhost") as client:
+        # a's job borrows b's whole quota: the cluster (2x4) is full.
+        r = client.post("/jobs", json={**body, "gpus": 8, "queue": "a"}, headers=auth)
+        assert r.status_code == 201
+        live.ctl.step()
+        before = (live.states(), live.usage())
+        answer = client.post(
+            "/jobs/dry-run", json={**body, "gpus": 4, "queue": "b"}, headers=auth
+        ).json()
+        # b takes back its nominal quota from the borrower.
+        assert answer["admitted"] is True and answer["cluster_queue"] == "b"
+        assert answer["preempts"] == [{"job_id": "j1", "reason": "InCohortReclamation"}]
+        assert answer["flavors"] == ["default-flavor"] and answer["borrows"] is False
+        # Beyond its nominal quota b looks for no preemption (no borrowWithinCohort).
+        more = client.post("/jobs/dry-run", json={**body, "gpus": 6, "queue": "b"}, headers=auth)
+        assert more.json()["admitted"] is False and "quota" in more.json()["reason"]
+        lost = client.post("/jobs/dry-run", json={**body, "gpus": 1, "queue": "c"}, headers=auth)
+        assert lost.json() == {"admitted": False, "reason": lost.json()["reason"]}
+        assert "no LocalQueue 'c'" in lost.json()["reason"]
+        assert (
+            client.post("/jobs/dry-run", json={**body, "gpus": 1}, headers=auth).status_code == 422
+        )
+        assert (live.states(), live.usage()) == before
+        assert [r.name for r in live.store.jobs()] == ["x"]
+    live.store.close()
+
+
+def test_submit_dry_run_prints_the_answer() -> None:
+    from dlsched.cli.service_cmd import _dry_run_text
+
+    admitted = {
+        "cluster_queue": "b",
+        "admitted": True,
+        "flavors": ["default-flavor"],
+        "borrows": False,
+        "preempts": [{"job_id": "j1", "reason": "InCohortReclamation"}],
+        "reason": None,
+        "waiting_ahead": 2,
+    }
+    assert _dry_run_text(admitted).splitlines() == [
+        "would be admitted in ClusterQueue b on default-flavor",
+        "  preempting j1 (InCohortReclamation)",
+        "  (were it first: 2 waiting jobs of its queue come before it)",
+    ]
+    refused = {"admitted": False, "reason": "queue c: no LocalQueue 'c'"}
+    assert _dry_run_text(refused) == "would wait: queue c: no LocalQueue 'c'"

@@ -197,6 +197,14 @@ def submit(
         str | None,
         typer.Option(help="The LocalQueue to submit to (a service with --queues or --tokens)."),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Submit nothing: say whether the job would be admitted now (a service with "
+            "--queues), why not, and which running jobs it would preempt.",
+        ),
+    ] = False,
     url: UrlOpt = None,
     token_file: TokenOpt = None,
 ) -> None:
@@ -223,8 +231,28 @@ def submit(
     if queue is not None:
         body["queue"] = queue
     with _client(url, token_file) as client:
+        if dry_run:
+            typer.echo(_dry_run_text(client.dry_run(body)))
+            return
         job = client.submit(body)
     typer.echo(f"submitted {job['id']} ({job['name']}, {job['gpus']} GPUs)")
+
+
+def _dry_run_text(answer: dict[str, Any]) -> str:
+    """A dry run's answer (``POST /jobs/dry-run``) as lines for a terminal."""
+    queue = answer.get("cluster_queue")
+    where = f" in ClusterQueue {queue}" if queue else ""
+    if not answer["admitted"]:
+        lines = [f"would wait{where}: {answer['reason']}"]
+    else:
+        flavors = ", ".join(answer.get("flavors") or []) or "-"
+        borrow = ", borrowing" if answer.get("borrows") else ""
+        lines = [f"would be admitted{where} on {flavors}{borrow}"]
+        lines += [f"  preempting {p['job_id']} ({p['reason']})" for p in answer.get("preempts", [])]
+    ahead = answer.get("waiting_ahead")
+    if ahead:
+        lines.append(f"  (were it first: {ahead} waiting jobs of its queue come before it)")
+    return "\n".join(lines)
 
 
 def _when(t: float | None) -> str:

@@ -135,6 +135,20 @@ class Eviction(NamedTuple):
         return CAUSE_OF_REASON[self.reason]
 
 
+class DryRun(NamedTuple):
+    """What admission would do with a workload now, were it its queue's head (changing
+    nothing): whether it is admitted, on which flavors, borrowing or not, which admitted
+    workloads it evicts, why not when it is not, and how many waiting workloads of its queue
+    come before it."""
+
+    admitted: bool
+    flavors: tuple[str, ...]
+    borrows: bool
+    evictions: tuple[Eviction, ...]
+    reason: str | None
+    ahead: int
+
+
 class Admitted(NamedTuple):
     """A workload admitted at this instant, and the evictions it needed."""
 
@@ -1171,6 +1185,39 @@ class Admission:
         return _Assignment(mode, request, borrows, tuple(flavors))
 
     # ---- preemption --------------------------------------------------------------------------
+    def dry_run(self, wl: Workload) -> DryRun:
+        """Would ``wl`` (not submitted) be admitted now, at its queue's head (Kueue's
+        ``kueuectl simulate`` question)? Changes nothing."""
+        cq = wl.cq
+        ahead = sum(
+            1
+            for heap in self.pending[cq].values()
+            for entry in heap
+            if _queue_order(entry[3]) < _queue_order(wl)
+        ) + sum(1 for w in self._new if w.cq == cq and _queue_order(w) < _queue_order(wl))
+        reason = self.never_admitted(wl)
+        if reason is not None:
+            return DryRun(False, (), False, (), reason, ahead)
+        a = self._assign(wl)
+        if a.mode == FIT:
+            return DryRun(True, a.flavors, a.borrows, (), None, ahead)
+        name = self.cqs[cq].name
+        if a.mode == PREEMPTS:
+            targets = () if self._cannot_preempt(cq, (wl,)) else tuple(self._targets(wl, a))
+            if targets:
+                return DryRun(True, a.flavors, a.borrows, targets, None, ahead)
+            why = (
+                f"quota: ClusterQueue {name!r} has not enough free now, and no workload its "
+                "preemption policies allow it to evict frees enough"
+            )
+            return DryRun(False, a.flavors, a.borrows, (), why, ahead)
+        why = (
+            f"quota: it needs {self._deficit(wl):g} more than ClusterQueue {name!r} may take "
+            "now (its unused quota and what its cohort lends), and preemption is not looked "
+            "for beyond the nominal quota without borrowWithinCohort"
+        )
+        return DryRun(False, (), False, (), why, ahead)
+
     def assign_flavors(self, wl: Workload, oracle: Oracle | None = None) -> list[Choice | None]:
         """Per resource group ``wl`` asks something of, the flavor Kueue's flavor assigner
         chooses with each resource's mode (:mod:`dlsched.tenancy.flavor_assignment`), None

@@ -13,6 +13,7 @@ The stage also keeps what the run reports per ClusterQueue (:meth:`AdmissionStag
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -160,6 +161,19 @@ class AdmissionStage:
             return True
         del self._workloads[job]
         return False
+
+    def probe(self, queue_ref: str, demand: Any) -> Workload | str:
+        """A workload for ``demand`` in LocalQueue ``queue_ref`` at the default priority, not
+        submitted (for :meth:`Admission.dry_run`), or why there can be none."""
+        cq = self.cluster_queue(queue_ref)
+        if isinstance(cq, str):
+            return cq
+        kind = self._kind(cq, demand)
+        if kind.reason is not None:
+            return kind.reason
+        priority = self.tenancy.priority(None)
+        return Workload(None, cq, priority, math.inf, 1 << 62, kind.requests, demand.gpu_type,
+                        kind.shape, kind.options, kind.fast)  # fmt: skip
 
     def withdraw(self, job: Any) -> None:
         """A waiting ``job`` leaves without being admitted (cancelled)."""

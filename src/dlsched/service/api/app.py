@@ -198,6 +198,24 @@ def create_app(
         ctx.poke()
         return record(row)
 
+    @app.post("/jobs/dry-run", summary="Would a job be admitted now? (submits nothing)")
+    def dry_run(body: JobSubmission, request: Request) -> dict[str, Any]:
+        """Kueue's ``kueuectl simulate`` question for a service with ``--queues``: would this
+        job be admitted now, were it its queue's head; if not, why (quota); which admitted
+        jobs it would preempt, with Kueue's reasons. Nothing is stored or changed."""
+        if controller.admission is None:
+            raise HTTPException(
+                409,
+                "a dry run needs a service with --queues (without, every job goes to the policy)",
+            )
+        principal = sender(request)
+        queue = queue_for(principal, body.queue, ctx.accepted.tenanted, True)
+        reason = controller.submission_problem(body.gpus, body.elastic_spec())
+        if reason is not None:
+            raise HTTPException(422, reason)
+        assert queue is not None
+        return controller.admission.dry_run(queue, controller.demand(body.gpus))
+
     @app.delete("/jobs/{job_id}", status_code=202, summary="Cancel a job")
     def cancel(job_id: str, request: Request) -> dict[str, Any]:
         row = find(job_id, request)

@@ -189,6 +189,10 @@ class ServiceClient:
         result: dict[str, Any] = self._call("POST", "/jobs", body=dict(body))
         return result
 
+    def dry_run(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/jobs/dry-run", body=dict(body))
+        return result
+
     def jobs(self, state: str | None = None, user: str | None = None) -> list[dict[str, Any]]:
         params = {k: v for k, v in (("state", state), ("user", user)) if v}
         result: list[dict[str, Any]] = self._call("GET", "/jobs", params=params)

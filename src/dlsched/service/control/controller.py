@@ -232,6 +232,10 @@ class Controller:
         self._mirror_all(rows)
 
     # ---- helpers -------------------------------------------------------------------------
+    def demand(self, gpus: int) -> Demand:
+        """The (shared) demand of a job of ``gpus`` GPUs."""
+        return self._demand(gpus)
+
     def _demand(self, gpus: int) -> Demand:
         d = self._demands.get(gpus)
         if d is None:

@@ -10,13 +10,34 @@ their store row number.
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import Demand
 from dlsched.tenancy.kueue_metrics import exposition
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(
+    method: Callable[Concatenate[LiveAdmission, _P], _R],
+) -> Callable[Concatenate[LiveAdmission, _P], _R]:
+    """The method under the admission's lock: the control loop changes the admission state,
+    a dry run from the API reads it (and moves quota while it looks for preemptions)."""
+
+    def locked(self: LiveAdmission, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(locked, method)
+    return locked
+
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +56,7 @@ class LiveAdmission:
         self.stage = AdmissionStage(read_manifests(queues), QueueMap(), gpu_types, [], [])
         self._waiting: set[int] = set()
         self._admitted: set[int] = set()
+        self._lock = threading.RLock()
         self._evicted: set[int] = set()
         """Admitted jobs an admission evicted, until they wait for admission again."""
         self._usage = self._measure()
@@ -51,6 +73,7 @@ class LiveAdmission:
                         f"--queues ({self.stage.tenancy.source})"
                     )
 
+    @_locked
     def arrive(self, seq: int, queue: str | None, demand: Demand, now: float) -> str | None:
         """Job ``seq`` waits (again) to run; why it never can be admitted, or None. A job the
         policy preempted keeps its admission; an evicted one waits for admission again."""
@@ -66,12 +89,14 @@ class LiveAdmission:
             self._waiting.add(seq)
         return f"queue {queue}: {reason}" if reason is not None else None
 
+    @_locked
     def requeue(self, seq: int) -> None:
         """Evicted job ``seq``, no longer running, waits for admission again."""
         self._evicted.discard(seq)
         self.stage.requeue(seq)
         self._waiting.add(seq)
 
+    @_locked
     def adopt(self, seq: int, queue: str | None, demand: Demand, now: float) -> None:
         """Job ``seq`` was found running (a restarted service): charge its quota at once. If
         its queue has no room for it (the manifests changed), it runs on uncharged."""
@@ -82,6 +107,7 @@ class LiveAdmission:
         else:
             log.warning("job j%d runs outside the quotas of its queue %s", seq, queue)
 
+    @_locked
     def leave(self, seq: int, now: float) -> None:
         """Job ``seq`` ended (or was cancelled): its quota, or its place in the queue, is freed."""
         if seq in self._admitted:
@@ -96,6 +122,7 @@ class LiveAdmission:
         """Whether job ``seq`` is admitted (its policy may run it)."""
         return seq in self._admitted
 
+    @_locked
     def run(self, now: float) -> tuple[list[int], list[int]]:
         """Admit what the quotas allow at ``now``: the jobs admitted, and the jobs evicted for
         them (the caller stops those that run and :meth:`requeue`\\ s the others)."""
@@ -112,6 +139,29 @@ class LiveAdmission:
         self._usage = self._measure()
         self._kueue = exposition(self.stage)
         return admitted, evicted
+
+    @_locked
+    def dry_run(self, queue: str, demand: Demand) -> dict[str, Any]:
+        """Would a job of ``demand`` submitted to LocalQueue ``queue`` be admitted now, were
+        it its queue's head; if not, why; which admitted jobs it would evict (Kueue's
+        reasons), and how many waiting jobs of its ClusterQueue come first. Changes nothing."""
+        from dlsched.service.store.records import job_id_of
+
+        wl = self.stage.probe(queue, demand)
+        if isinstance(wl, str):
+            return {"admitted": False, "reason": f"queue {queue}: {wl}"}
+        found = self.stage.admission.dry_run(wl)
+        return {
+            "cluster_queue": self.stage.names[wl.cq],
+            "admitted": found.admitted,
+            "flavors": list(found.flavors),
+            "borrows": found.borrows,
+            "preempts": [
+                {"job_id": job_id_of(e.workload.key), "reason": e.reason} for e in found.evictions
+            ],
+            "reason": found.reason,
+            "waiting_ahead": found.ahead,
+        }
 
     def kueue_metrics(self) -> str:
         """Kueue's metrics as of the last :meth:`run`, in Prometheus's text format
