@@ -9,12 +9,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# An editable install compiles no bytecode (pip does for a package it installs): compile it,
+# so that each command does not compile every module it imports at every start (this matters
+# where PYTHONDONTWRITEBYTECODE is set; edited modules are compiled again when imported).
 $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m compileall -q src >/dev/null
 	touch $@
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m compileall -q src >/dev/null
 	touch $(VENV)/.core $@
 
 demo: $(VENV)/.core
