@@ -30,6 +30,7 @@ Kueue's units: CPUs in cores, memory in bytes, the rest as counted.
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -45,23 +46,33 @@ WAIT_BUCKETS = (1.0, *(2.5 * 2**i for i in range(15)))
 
 
 class KueueCounters:
-    """What Kueue's counters and the admission-wait histogram have counted, per ClusterQueue
-    (numbered as the stage's queues)."""
+    """What Kueue's counters have counted, per ClusterQueue (numbered as the stage's queues):
+    ``waits`` holds each admission's wait (its count is the admissions'; the histogram is made
+    from it when written, so an admission costs one append)."""
 
     def __init__(self, queues: int) -> None:
-        self.admitted = [0] * queues
+        self.waits = [array("d") for _ in range(queues)]
         self.finished = [0] * queues
         self.preempted = [dict.fromkeys(PREEMPTION_REASONS, 0) for _ in range(queues)]
         self.evicted = [dict.fromkeys(PREEMPTION_REASONS, 0) for _ in range(queues)]
-        self.wait_buckets = [[0] * len(WAIT_BUCKETS) for _ in range(queues)]
-        self.wait_sum = [0.0] * queues
 
-    def admit(self, cq: int, waited_s: float) -> None:
-        self.admitted[cq] += 1
-        self.wait_sum[cq] += waited_s
-        at = bisect.bisect_left(WAIT_BUCKETS, waited_s)
-        if at < len(WAIT_BUCKETS):
-            self.wait_buckets[cq][at] += 1
+    def admitted(self, cq: int) -> int:
+        return len(self.waits[cq])
+
+    def histogram(self, cq: int) -> tuple[list[int], float]:
+        """Cumulative counts of queue ``cq``'s waits at each of :data:`WAIT_BUCKETS`, and
+        their sum."""
+        waits = self.waits[cq]
+        counts = [0] * len(WAIT_BUCKETS)
+        for w in waits:
+            at = bisect.bisect_left(WAIT_BUCKETS, w)
+            if at < len(WAIT_BUCKETS):
+                counts[at] += 1
+        total = 0
+        for i, c in enumerate(counts):
+            total += c
+            counts[i] = total
+        return counts, float(sum(waits))
 
     def preempt(self, preempting: int, victim: int, reason: str) -> None:
         self.preempted[preempting][reason] += 1
@@ -119,9 +130,9 @@ def exposition(stage: AdmissionStage) -> str:
         ("reserving_active_workloads", "gauge", "Workloads reserving quota per cluster_queue",
          lambda cq: len(adm.admitted[cq]), {}),
         ("admitted_workloads_total", "counter", "Admitted workloads per cluster_queue",
-         lambda cq: counters.admitted[cq], {}),
+         counters.admitted, {}),
         ("quota_reserved_workloads_total", "counter",
-         "Workloads that reserved quota per cluster_queue", lambda cq: counters.admitted[cq], {}),
+         "Workloads that reserved quota per cluster_queue", counters.admitted, {}),
         ("finished_workloads_total", "counter", "Finished workloads per cluster_queue",
          lambda cq: counters.finished[cq], {}),
     )  # fmt: skip
@@ -132,16 +143,16 @@ def exposition(stage: AdmissionStage) -> str:
     _family(lines, "admission_wait_time_seconds", "histogram",
             "Time from creation or requeue until admission per cluster_queue")  # fmt: skip
     for cq in range(n_cqs):
-        total = 0
-        for bound, count in zip(WAIT_BUCKETS, counters.wait_buckets[cq], strict=True):
-            total += count
+        cumulative, waited = counters.histogram(cq)
+        for bound, count in zip(WAIT_BUCKETS, cumulative, strict=True):
             labels = _labels(cluster_queue=names[cq], le=f"{bound:g}")
-            lines.append(f"kueue_admission_wait_time_seconds_bucket{labels} {total}")
+            lines.append(f"kueue_admission_wait_time_seconds_bucket{labels} {count}")
+        admitted = counters.admitted(cq)
         labels = _labels(cluster_queue=names[cq], le="+Inf")
-        lines.append(f"kueue_admission_wait_time_seconds_bucket{labels} {counters.admitted[cq]}")
+        lines.append(f"kueue_admission_wait_time_seconds_bucket{labels} {admitted}")
         plain = _labels(cluster_queue=names[cq])
-        lines.append(f"kueue_admission_wait_time_seconds_sum{plain} {counters.wait_sum[cq]:g}")
-        lines.append(f"kueue_admission_wait_time_seconds_count{plain} {counters.admitted[cq]}")
+        lines.append(f"kueue_admission_wait_time_seconds_sum{plain} {waited:g}")
+        lines.append(f"kueue_admission_wait_time_seconds_count{plain} {admitted}")
     _family(lines, "preempted_workloads_total", "counter",
             "Preempted workloads per preempting_cluster_queue and reason")  # fmt: skip
     for cq in range(n_cqs):

@@ -290,13 +290,13 @@ class AdmissionStage:
             return []
         out: list[Decision] = []
         note = self._note
-        admit = self.kueue.admit
+        waits = self.kueue.waits
         requeued = self._requeued
         # Noted once the round is over, so each note holds the queue's usage after it.
         for wl, evictions in admissions:
             note(wl.cq, now)
             since = requeued.pop(wl.key, None) if requeued else None
-            admit(wl.cq, now - (wl.created if since is None else since))
+            waits[wl.cq].append(now - (wl.created if since is None else since))
             if not evictions:
                 out.append(Decision(wl.key, ()))
                 continue
