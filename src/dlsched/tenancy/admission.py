@@ -934,9 +934,9 @@ class Admission:
         if self._recheck:
             # Fair sharing: a share grew, which may let others preempt by it.
             self._dirty.update(self._waiting(root))
-        elif borrows or self._deep[root]:
-            # In a deeper tree any admission can take a cohort past its quota, which makes
-            # its queues' workloads reclaimable.
+        elif borrows or (self._deep[root] and self._cohort_over(cq, a.request)):
+            # In a deeper tree an admission within its queue's quota can still take a cohort
+            # past its own, which makes that cohort's borrowers reclaimable.
             hungry = self._hungry[root]
             if hungry:
                 self._dirty |= hungry
@@ -947,6 +947,16 @@ class Admission:
                 _, version, waiting = heappop(watch)
                 if version == self._version[waiting]:
                     self._dirty.add(waiting)
+
+    def _cohort_over(self, cq: int, request: Mapping[int, float]) -> bool:
+        """Whether a cohort of ``cq``'s chain uses more than its subtree quota in some
+        flavor-resource of ``request``."""
+        quota = self.quota
+        for node in quota.chain[cq][1:]:
+            usage, subtree = quota.usage[node], quota.subtree[node]
+            if any(usage.get(fr, 0.0) > subtree.get(fr, 0.0) + EPS for fr in request):
+                return True
+        return False
 
     def _park(self, cq: int, heads: list[Workload]) -> None:
         """No head of ``cq`` can be admitted now: wait for enough released quota, or for a
