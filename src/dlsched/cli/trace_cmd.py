@@ -1,4 +1,4 @@
-"""``dlsched trace``: validate, convert and describe job traces."""
+"""``dlsched trace``: validate (job and request traces), convert and describe job traces."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dlsched.cli.errors import BAD_ROWS_HINT, user_errors
 from dlsched.cli.options import ForceOpt, TraceArg, TraceOpt, one_trace, split_list
 from dlsched.cli.synth_cmd import synth
 from dlsched.cli.trace_merge_cmd import merge_cmd
+from dlsched.serving.readers import REQUEST_FORMAT_NAMES
 from dlsched.trace.readers import FORMAT_NAMES
 
 trace_app = typer.Typer(
@@ -18,6 +19,10 @@ trace_app = typer.Typer(
 )
 trace_app.command("merge")(merge_cmd)
 FORMAT_HELP = f"Trace format ({', '.join(FORMAT_NAMES)}); default: detect from the header."
+VALIDATE_FORMAT_HELP = (
+    f"Trace format: a job trace's ({', '.join(FORMAT_NAMES)}) or a request trace's "
+    f"({', '.join(REQUEST_FORMAT_NAMES)}); default: detect from the header."
+)
 
 
 @trace_app.command()
@@ -29,7 +34,7 @@ def validate(
         list[str] | None,
         typer.Option("--trace", help="Trace files to check (repeated or comma-separated)."),
     ] = None,
-    trace_format: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
+    trace_format: Annotated[str | None, typer.Option("--format", help=VALIDATE_FORMAT_HELP)] = None,
     max_errors: Annotated[
         int | None, typer.Option(help="Rejected rows to list per file (default: all).")
     ] = None,
@@ -40,7 +45,7 @@ def validate(
         files = [*(str(p) for p in paths or ()), *split_list(trace, "--trace")]
         if not files:
             raise ValueError("give the trace files to check: dlsched trace validate FILE...")
-        check_format(trace_format)
+        check_format(trace_format, requests=True)
         from dlsched.trace.validate import validate_files
 
         reports = validate_files(files, trace_format)
@@ -104,12 +109,12 @@ def convert(
         typer.echo(f"skipped {len(result.errors)} bad rows; first: {result.errors[0]}", err=True)
 
 
-def check_format(name: str | None) -> None:
-    """An unknown ``--format`` is a mistake in the command (exit 2), not a failed check."""
-    if name is not None and name not in FORMAT_NAMES:
-        raise ValueError(
-            f"--format: unknown trace format {name!r}; known: {', '.join(FORMAT_NAMES)}"
-        )
+def check_format(name: str | None, requests: bool = False) -> None:
+    """An unknown ``--format`` is a mistake in the command (exit 2), not a failed check; with
+    ``requests``, request-trace formats are known too."""
+    known = (*FORMAT_NAMES, *REQUEST_FORMAT_NAMES) if requests else FORMAT_NAMES
+    if name is not None and name not in known:
+        raise ValueError(f"--format: unknown trace format {name!r}; known: {', '.join(known)}")
 
 
 trace_app.command(name="synth")(synth)

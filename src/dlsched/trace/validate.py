@@ -1,4 +1,6 @@
-"""Check trace files and report every rejected row, for ``dlsched trace validate``."""
+"""Check trace files and report every rejected row, for ``dlsched trace validate``: job traces
+and LLM request traces (Azure LLM, BurstGPT, Mooncake, dlsched's request CSV), each detected
+from its header (a ``.jsonl`` file is Mooncake's) unless a format is given."""
 
 from __future__ import annotations
 
@@ -36,8 +38,25 @@ def validate_files(
     paths: Iterable[str | os.PathLike[str]], format: str | None = None
 ) -> list[FileReport]:
     """Read each file (format detected unless given) and report it; never raises TraceError."""
+    from dlsched.serving.readers import REQUEST_FORMAT_NAMES
+    from dlsched.serving.readers.read import is_request_file, read_requests
+
     reports = []
     for path in paths:
+        requests = format in REQUEST_FORMAT_NAMES or (format is None and is_request_file(path))
+        if requests:
+            try:
+                read = read_requests(path, format, skip_bad_rows=True)
+            except TraceError as e:
+                reports.append(FileReport(str(path), format, 0, 0, e.errors, _message_only(e)))
+                continue
+            empty = "no request rows (the file holds a header only)" if not read.rows_read else None
+            reports.append(
+                FileReport(
+                    str(path), read.format, read.rows_read, len(read.trace), read.errors, empty
+                )
+            )
+            continue
         try:
             result = read_trace(path, format, skip_bad_rows=True)
         except TraceError as e:
