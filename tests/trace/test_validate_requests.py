@@ -56,3 +56,27 @@ def test_a_request_format_may_be_given_and_a_wrong_one_is_a_failed_check(tmp_pat
     header_only.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n")
     code, out = _validate(header_only)
     assert code == 1 and "no request rows (the file holds a header only)" in out
+
+
+def test_convert_writes_a_request_trace_as_dlscheds_request_csv(tmp_path: Path) -> None:
+    from dlsched.serving.readers.read import read_requests
+
+    source = bundled_requests_path("azure_code_3000")
+    out = tmp_path / "requests.csv"
+    runner = CliRunner()
+    r = runner.invoke(app, ["trace", "convert", str(source), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "azure-llm, 3000 rows read, 0 rejected, 3000 written" in r.output
+    back, original = read_requests(out), read_requests(source)
+    assert back.format == "requests" and len(back.trace) == len(original.trace)
+    assert back.trace.column("prompt_tokens").to_pylist() == (
+        original.trace.column("prompt_tokens").to_pylist()
+    )
+    for args, message in (
+        (["--out", str(tmp_path / "r.parquet")], "name the output .csv"),
+        (["--out", str(tmp_path / "s.csv"), "--subsample", "0.5"], "--subsample: job selections"),
+        (["--out", str(source), "--force"], "is an input of this command"),
+    ):
+        r = runner.invoke(app, ["trace", "convert", str(source), *args])
+        assert r.exit_code == 2 and message in r.output, (args, r.output)
+        assert "Traceback" not in r.output

@@ -61,7 +61,13 @@ def validate(
 def convert(
     path: TraceArg = None,
     *,
-    out: Annotated[Path, typer.Option(help="Parquet file to write (atomically).")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Parquet file to write (atomically); for a request trace, dlsched's request "
+            "CSV (.csv)."
+        ),
+    ],
     trace: TraceOpt = None,
     trace_format: Annotated[str | None, typer.Option("--format", help=FORMAT_HELP)] = None,
     skip_bad_rows: Annotated[
@@ -81,13 +87,33 @@ def convert(
     seed: Annotated[int, typer.Option(help="Seed for --subsample.")] = 0,
     force: ForceOpt = False,
 ) -> None:
-    """Convert a trace to dlsched's native Parquet format, optionally selecting jobs."""
+    """Convert a trace to dlsched's native Parquet format, optionally selecting jobs; a request
+    trace (Azure LLM, BurstGPT, Mooncake) to dlsched's request CSV."""
     from dlsched.runner import Selection, check_has_jobs
+    from dlsched.serving.readers.read import is_request_file
     from dlsched.trace.io import PARQUET_FILE, write_parquet
     from dlsched.trace.read import read_trace
 
     with user_errors(BAD_ROWS_HINT):
         source = one_trace(path, trace)
+        check_format(trace_format, requests=True)
+        if trace_format in REQUEST_FORMAT_NAMES or (
+            trace_format is None and is_request_file(source)
+        ):
+            given = {
+                "--start": start, "--end": end, "--vc": vc or None,
+                "--gpu-only": gpu_only or None, "--subsample": subsample,
+                "--submit-scale": None if submit_scale == 1.0 else submit_scale,
+                "--duration-scale": None if duration_scale == 1.0 else duration_scale,
+            }  # fmt: skip
+            chosen = [flag for flag, value in given.items() if value is not None]
+            if chosen:
+                raise ValueError(
+                    f"{', '.join(chosen)}: job selections; {source} is a request trace "
+                    "(serve-sim --load-scale scales its arrivals)"
+                )
+            _convert_requests(source, out, trace_format, skip_bad_rows, force)
+            return
         check_format(trace_format)
         PARQUET_FILE.check(out, force, inputs=[source])
         if out.suffix != ".parquet":
@@ -107,6 +133,29 @@ def convert(
     )
     if result.errors:
         typer.echo(f"skipped {len(result.errors)} bad rows; first: {result.errors[0]}", err=True)
+
+
+def _convert_requests(
+    source: str, out: Path, trace_format: str | None, skip_bad_rows: bool, force: bool
+) -> None:
+    """A request trace to dlsched's request CSV (what serve-sim reads back as ``requests``)."""
+    from dlsched.serving.readers.read import REQUESTS_FILE, read_requests, write_requests_csv
+
+    if out.suffix != ".csv":
+        raise ValueError(
+            f"--out {out}: a request trace converts to dlsched's request CSV; name the output .csv"
+        )
+    REQUESTS_FILE.check(out, force, inputs=[source])
+    read = read_requests(source, trace_format, skip_bad_rows)
+    if not len(read.trace):
+        raise ValueError(f"{source}: no request to convert")
+    write_requests_csv(read.trace, out, force)
+    typer.echo(
+        f"{source}: {read.format}, {read.rows_read} rows read, {len(read.errors)} rejected, "
+        f"{len(read.trace)} written to {out}"
+    )
+    if read.errors:
+        typer.echo(f"skipped {len(read.errors)} bad rows; first: {read.errors[0]}", err=True)
 
 
 def check_format(name: str | None, requests: bool = False) -> None:
