@@ -26,7 +26,8 @@ from dlsched.tenancy.flavor_assignment import (
     preferred,
 )
 from dlsched.tenancy.manifests import read_manifests
-from dlsched.tenancy.model import resource_kind
+from dlsched.tenancy.model import Toleration, resource_kind
+from dlsched.tenancy.node_match import PodConstraints
 from dlsched.tenancy.quantity import in_units, parse_quantity
 
 CASES_DIR = Path(__file__).parents[1] / "data" / "kueue" / "conformance"
@@ -390,10 +391,6 @@ def run_assignment(case: Case, where: Path) -> tuple[str, bool, dict[str, tuple[
     spec = data["workload"]
     if spec.get("reclaimablePods"):
         raise Refused("reclaimable pods are not modelled")
-    for ps in spec.get("podSets", []):
-        for field in ("nodeSelector", "affinity", "tolerations"):
-            if ps.get(field):
-                raise Refused(f"a pod set's {field} is not modelled (flavors match GPU types only)")
     path = where / "queues.yaml"
     path.write_text(yaml.safe_dump_all(manifests(case), sort_keys=False))
     try:
@@ -411,6 +408,7 @@ def run_assignment(case: Case, where: Path) -> tuple[str, bool, dict[str, tuple[
     wl = Workload(
         "workload", adm.quota.index[queue], int(spec.get("priority") or 0), NOW, 10**6, requests
     )
+    wl.pods = pod_constraints(spec)
     # A resource no group covers, or more than the queue could ever get: no flavor fits.
     if adm.never_admitted(wl) is not None:
         return "NoFit", False, {}
@@ -428,3 +426,29 @@ def run_assignment(case: Case, where: Path) -> tuple[str, bool, dict[str, tuple[
         for fr, _, mode in c.resources:
             kinds[_kind(names[fr])] = (c.flavor, MODES.get(mode.mode, "NoFit"))
     return MODES[worst.mode], any(c.mode.borrowing > 0 for c in chosen), kinds
+
+
+def pod_constraints(spec: Mapping[str, Any]) -> tuple[PodConstraints, ...]:
+    """Each pod set's node selector, required node affinity and tolerations, when any set
+    one (else none: pods that ask nothing)."""
+    out = []
+    for ps in spec.get("podSets", []):
+        terms = tuple(
+            tuple(
+                (str(e["key"]), str(e["operator"]), tuple(str(v) for v in e.get("values") or ()))
+                for e in term.get("matchExpressions") or ()
+            )
+            for term in ps.get("affinity") or ()
+        )
+        tolerations = tuple(
+            Toleration(
+                str(t.get("key") or ""),
+                str(t.get("operator") or "Equal"),
+                str(t.get("value") or ""),
+                str(t.get("effect") or ""),
+            )
+            for t in ps.get("tolerations") or ()
+        )
+        selector = tuple((str(k), str(v)) for k, v in (ps.get("nodeSelector") or {}).items())
+        out.append(PodConstraints(selector, terms, tolerations))
+    return tuple(out) if any(p != PodConstraints() for p in out) else ()

@@ -63,12 +63,7 @@ def _check_preemption(case: Case, where: Path) -> None:
 
 
 def _check_assignment(case: Case, where: Path) -> None:
-    mode, borrows, kinds = run_assignment(case, where)
     expect = case.data["expect"]
-    assert mode == expect["mode"], (mode, kinds)
-    if mode == "NoFit":
-        return
-    assert borrows == bool(expect.get("borrowing")), (borrows, kinds)
     wanted: dict[str, tuple[str, str]] = {}
     # A resource asked with quantity 0 takes no quota: dlsched assigns it no flavor.
     zero = {
@@ -87,6 +82,11 @@ def _check_assignment(case: Case, where: Path) -> None:
                     f"pod sets take {resource} from different flavors or modes (a dlsched "
                     "workload holds each resource in one flavor)"
                 )
+    mode, borrows, kinds = run_assignment(case, where)
+    assert mode == expect["mode"], (mode, kinds)
+    if mode == "NoFit":
+        return
+    assert borrows == bool(expect.get("borrowing")), (borrows, kinds)
     assert kinds == wanted, kinds
 
 

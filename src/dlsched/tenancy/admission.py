@@ -55,6 +55,7 @@ from dlsched.tenancy.model import (
     Tenancy,
     resource_kind,
 )
+from dlsched.tenancy.node_match import HARD_EFFECTS, PodConstraints, pods_fit
 from dlsched.tenancy.quota import EPS, QuotaTree
 
 FIT, PREEMPTS, NO_FIT = 0, 1, 2
@@ -98,11 +99,12 @@ class Workload:
     borrows: bool = False
     needs: list[tuple[_Group, list[tuple[str, float]]]] | None = None
     evicting: bool = False
+    pods: tuple[PodConstraints, ...] = ()
 
     def shape_key(self) -> Any:
-        """``shape``, derived from the requests and GPU type when not given."""
+        """``shape``, derived from the requests, GPU type and pod constraints when not given."""
         if self.shape is None:
-            self.shape = (tuple(sorted(self.requests.items())), self.gpu_type)
+            self.shape = (tuple(sorted(self.requests.items())), self.gpu_type, self.pods)
         return self.shape
 
 
@@ -343,6 +345,11 @@ class Admission:
         self._needs: dict[tuple[int, Any], list[tuple[_Group, list[tuple[str, float]]]]] = {}
         self._option_cache: dict[tuple[int, Any], FlavorOptions] = {}
         self._fast_cache: dict[tuple[int, Any], _Fast | None] = {}
+        self._tainted = {
+            name
+            for name, flavor in tenancy.flavors.items()
+            if any(t.effect in HARD_EFFECTS for t in flavor.node_taints)
+        }
         self._flavor_type = {
             fl.name: fl.gpu_type for groups in self._groups for g in groups for fl in g.flavors
         }
@@ -423,14 +430,11 @@ class Admission:
         key = (wl.cq, wl.shape_key())
         found = self._option_cache.get(key)
         if found is None:
-            gpu_type = wl.gpu_type
             found = self._option_cache[key] = [
                 [
                     (fl, tuple((fl.frs[k], a) for k, a in needed))
                     for fl in group.flavors
-                    if not (
-                        gpu_type and fl.gpu_type and not gpu_type_matches(gpu_type, fl.gpu_type)
-                    )
+                    if self._may_use(wl, fl)
                 ]
                 for group, needed in self._needed(wl)
             ]
@@ -438,6 +442,17 @@ class Admission:
         wl.options = found
         wl.fast = self._fast_cache[key]
         return found
+
+    def _may_use(self, wl: Workload, fl: _Flavor) -> bool:
+        """Whether ``wl`` may take flavor ``fl``: its GPU type, its pods' node selector,
+        affinity and tolerations against the flavor's labels and taints
+        (:mod:`dlsched.tenancy.node_match`)."""
+        gpu_type = wl.gpu_type
+        if gpu_type and fl.gpu_type and not gpu_type_matches(gpu_type, fl.gpu_type):
+            return False
+        if wl.pods or fl.name in self._tainted:
+            return pods_fit(self.tenancy.flavors[fl.name], wl.pods)
+        return True
 
     def _fast_of(self, cq: int, options: FlavorOptions) -> _Fast | None:
         """The :class:`_Fast` of a workload of ``cq`` with flavor ``options``, if it has one."""
@@ -486,14 +501,18 @@ class Admission:
             if amount > 0 and kind not in kinds and kind != PODS:
                 return f"ClusterQueue {cq.name!r} has no quota for {kind}"
         for group, needed in self._needed(wl):
-            possible = False
-            for fl in group.flavors:
-                if wl.gpu_type and fl.gpu_type and not gpu_type_matches(wl.gpu_type, fl.gpu_type):
-                    continue
-                if all(a <= self.quota.potential(wl.cq, fl.frs[k]) + EPS for k, a in needed):
-                    possible = True
-                    break
-            if not possible:
+            usable = [fl for fl in group.flavors if self._may_use(wl, fl)]
+            if not usable:
+                names = ", ".join(fl.name for fl in group.flavors)
+                return (
+                    f"no flavor of ClusterQueue {cq.name!r} ({names}) fits its pods: GPU "
+                    "type, node selector or affinity against the flavor's labels, or a taint "
+                    "they do not tolerate"
+                )
+            if not any(
+                all(a <= self.quota.potential(wl.cq, fl.frs[k]) + EPS for k, a in needed)
+                for fl in usable
+            ):
                 asked = ", ".join(f"{a:g} {k}" for k, a in needed)
                 return f"asks {asked}, more than ClusterQueue {cq.name!r} can ever get"
         return None

@@ -6,7 +6,9 @@ Read kinds: ``ResourceFlavor``, ``ClusterQueue``, ``Cohort``, ``LocalQueue``,
 ``Configuration`` (``config.kueue.x-k8s.io``, for ``fairSharing``). Documents of other API groups
 (Namespaces, Jobs, ...) are skipped. Every field of the read kinds is either modelled or refused
 at read time, never ignored: a field that changes admission and is not modelled is refused
-unless empty. Refused: a ResourceFlavor's ``nodeTaints``, ``tolerations`` and ``topologyName``;
+unless empty. A ResourceFlavor's ``nodeTaints`` and ``tolerations`` are modelled (a workload
+whose pods do not tolerate a NoSchedule/NoExecute taint does not get the flavor; trace jobs
+tolerate none). Refused: a ResourceFlavor's ``topologyName``;
 a ClusterQueue's non-empty ``namespaceSelector``, ``admissionChecks``,
 ``admissionChecksStrategy``, ``concurrentAdmissionPolicy``, ``admissionScope`` other than
 ``NoAdmissionFairSharing`` and ``stopPolicy`` other than ``None``; a LocalQueue's ``stopPolicy``
@@ -60,7 +62,9 @@ from dlsched.tenancy.model import (
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
+    Taint,
     Tenancy,
+    Toleration,
     resource_kind,
 )
 from dlsched.tenancy.quantity import in_units, parse_quantity
@@ -74,8 +78,6 @@ _OBJECT_KEYS = {"apiVersion", "kind", "metadata", "spec", "status"}
 # Fields Kueue reads that change admission and dlsched does not model: refused unless empty.
 _ADMISSION_CHECKS = "admission checks are not modelled (a workload would wait for each check)"
 _FLAVOR_REFUSED = {
-    "nodeTaints": "flavor taints are not modelled (only workloads tolerating them fit the flavor)",
-    "tolerations": "flavor tolerations are not modelled (Kueue adds them to admitted pods)",
     "topologyName": "topology-aware scheduling by flavor is not modelled "
     "(dlsched's is --placement topology)",
 }
@@ -333,6 +335,45 @@ def _admission_scope(doc: _Doc, spec: Mapping[str, Any]) -> None:
         )
 
 
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _taints(doc: _Doc, raw: object) -> tuple[Taint, ...]:
+    """A flavor's ``nodeTaints`` (key required, an effect of :data:`TAINT_EFFECTS`)."""
+    out: list[Taint] = []
+    for i, item in enumerate(_list(doc, raw, "spec.nodeTaints")):
+        field = f"spec.nodeTaints[{i}]"
+        taint = _mapping(doc, item, field)
+        _keys(doc, taint, field, {"key", "value", "effect", "timeAdded"})
+        effect = _choice(doc, taint.get("effect"), f"{field}.effect", TAINT_EFFECTS, "")
+        if not effect:
+            raise doc.fail(f"{field}.effect", "one of " + ", ".join(TAINT_EFFECTS), None)
+        key = _name(doc, taint.get("key"), f"{field}.key")
+        out.append(Taint(key, str(taint.get("value") or ""), effect))
+    return tuple(out)
+
+
+def tolerations(doc: _Doc, raw: object, where: str) -> tuple[Toleration, ...]:
+    """Kubernetes tolerations (operator ``Equal``, the default, or ``Exists``; an
+    ``Exists`` toleration takes no value; an empty effect tolerates every effect)."""
+    out: list[Toleration] = []
+    for i, item in enumerate(_list(doc, raw, where)):
+        field = f"{where}[{i}]"
+        tol = _mapping(doc, item, field)
+        _keys(doc, tol, field, {"key", "operator", "value", "effect", "tolerationSeconds"})
+        operator = _choice(doc, tol.get("operator"), f"{field}.operator", ("Equal", "Exists"),
+                           "Equal")  # fmt: skip
+        effect = _choice(doc, tol.get("effect"), f"{field}.effect", ("", *TAINT_EFFECTS), "")
+        value = str(tol.get("value") or "")
+        if operator == "Exists" and value:
+            raise doc.fail(f"{field}.value", "no value with operator Exists", value)
+        key = str(tol.get("key") or "")
+        if not key and operator != "Exists":
+            raise doc.fail(f"{field}.key", "a key (only Exists may leave it empty)", None)
+        out.append(Toleration(key, operator, value, effect))
+    return tuple(out)
+
+
 def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueue:
     allowed = {
         "cohort",
@@ -497,10 +538,15 @@ class _Builder:
             raise TenancyError(f"{doc.where}: defined again (first in {self.where[key]})")
         self.where[key] = doc.where
         if kind == "ResourceFlavor":
-            _keys(doc, spec, "spec", {"nodeLabels", *_FLAVOR_REFUSED})
+            _keys(doc, spec, "spec", {"nodeLabels", "nodeTaints", "tolerations", *_FLAVOR_REFUSED})
             _refuse_set(doc, spec, "spec.", _FLAVOR_REFUSED)
             labels = _mapping(doc, spec.get("nodeLabels"), "spec.nodeLabels")
-            self.flavors[name] = ResourceFlavor(name, {str(k): str(v) for k, v in labels.items()})
+            self.flavors[name] = ResourceFlavor(
+                name,
+                {str(k): str(v) for k, v in labels.items()},
+                _taints(doc, spec.get("nodeTaints")),
+                tolerations(doc, spec.get("tolerations"), "spec.tolerations"),
+            )
         elif kind == "ClusterQueue":
             self.cqs[name] = _cluster_queue(doc, name, spec)
         elif kind == "Cohort":

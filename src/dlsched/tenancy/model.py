@@ -130,11 +130,45 @@ class Cohort:
 
 
 @dataclass(frozen=True)
+class Taint:
+    """A node taint of a flavor's nodes (Kubernetes ``key=value:effect``)."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A pod's (or a flavor's) toleration: ``operator`` ``Equal`` (key and value) or
+    ``Exists`` (key only; an empty key tolerates every taint); an empty ``effect`` tolerates
+    every effect."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True)
 class ResourceFlavor:
-    """A kind of resource, e.g. a GPU model, selected by node labels."""
+    """A kind of resource, e.g. a GPU model, selected by node labels; a workload may use it
+    only if its pods tolerate the flavor's ``NoSchedule``/``NoExecute`` taints (with the
+    flavor's own tolerations, which Kueue adds to its pods)."""
 
     name: str
     node_labels: Mapping[str, str] = field(default_factory=dict)
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
 
 
 @dataclass(frozen=True)
