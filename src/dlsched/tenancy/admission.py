@@ -4,11 +4,11 @@ A :class:`Workload` asks for amounts of resource kinds (GPUs, CPUs, memory in Mi
 a priority. :meth:`Admission.schedule` admits pending workloads with Kueue's documented
 semantics (docs/tenants.md):
 
-- **Flavor assignment.** For each resource group the workload needs, flavors are tried in
-  order: one where it fits without borrowing is taken at once; one where it fits by borrowing
-  is taken unless ``whenCanBorrow: TryNextFlavor``; one where it fits only by preempting is
-  remembered unless ``whenCanPreempt: Preempt``. Out of the remembered ones, a flavor that
-  fits by borrowing wins over one that needs preemption.
+- **Flavor assignment** (:mod:`dlsched.tenancy.flavor_assignment`) as Kueue's flavor
+  assigner: per resource group, flavors in order, each resource with a preemption mode and a
+  borrowing level, ``whenCanBorrow``/``whenCanPreempt`` deciding whether to try the next;
+  a flavor is open to a workload only if its GPU type and its pods' node selector, affinity
+  and tolerations allow it (:mod:`dlsched.tenancy.node_match`).
 - **Queueing.** Each ClusterQueue orders its workloads by priority, then creation time.
   ``StrictFIFO``: only the head may be admitted; ``BestEffortFIFO``: a head that cannot be
   admitted does not block the others. Each round takes one candidate per ClusterQueue; the
