@@ -250,16 +250,21 @@ def created(spec: Mapping[str, Any]) -> float:
     return 0.0 if spec.get("created") is None else NOW + float(spec["created"])
 
 
-def setup(case: Case, where: Path) -> tuple[Admission, dict[str, Workload]]:
-    """The case's Admission with its admitted workloads (reservation order kept)."""
-    check_supported(case)
+def _admission(case: Case, where: Path) -> Admission:
+    """An Admission of the case's objects, read as manifests (refused as the reader refuses)."""
     path = where / "queues.yaml"
     path.write_text(yaml.safe_dump_all(manifests(case), sort_keys=False))
     try:
         tenancy = read_manifests(path)
     except TenancyError as err:
         raise Refused(f"manifests refused: {str(err).replace(str(path), path.name)}") from err
-    adm = Admission(tenancy)
+    return Admission(tenancy)
+
+
+def setup(case: Case, where: Path) -> tuple[Admission, dict[str, Workload]]:
+    """The case's Admission with its admitted workloads (reservation order kept)."""
+    check_supported(case)
+    adm = _admission(case, where)
     admitted = list(case.data.get("admitted") or [])
     seq = sequence(admitted)
     workloads: dict[str, Workload] = {}
@@ -391,13 +396,7 @@ def run_assignment(case: Case, where: Path) -> tuple[str, bool, dict[str, tuple[
     spec = data["workload"]
     if spec.get("reclaimablePods"):
         raise Refused("reclaimable pods are not modelled")
-    path = where / "queues.yaml"
-    path.write_text(yaml.safe_dump_all(manifests(case), sort_keys=False))
-    try:
-        tenancy = read_manifests(path)
-    except TenancyError as err:
-        raise Refused(f"manifests refused: {str(err).replace(str(path), path.name)}") from err
-    adm = Admission(tenancy)
+    adm = _admission(case, where)
     queue = data["clusterQueue"]["name"]
     _usage(adm, queue, data.get("usage") or {}, "usage")
     if data.get("secondaryClusterQueue"):

@@ -114,7 +114,6 @@ def convert(
                 )
             _convert_requests(source, out, trace_format, skip_bad_rows, force)
             return
-        check_format(trace_format)
         PARQUET_FILE.check(out, force, inputs=[source])
         if out.suffix != ".parquet":
             raise ValueError(f"--out {out}: trace convert writes Parquet; name the output .parquet")

@@ -69,6 +69,12 @@ def candidate_order(w: Workload) -> tuple[bool, int, float, int]:
     return (not w.evicting, w.priority, -w.admitted_at, -w.seq)
 
 
+def uses_any(w: Workload, need: frozenset[int]) -> bool:
+    """Whether admitted workload ``w`` holds some flavor-resource of ``need``."""
+    held = w.assignment or {}
+    return any(fr in held for fr in need)
+
+
 def within_nominal(quota: QuotaTree, node: int, need: Iterable[int]) -> bool:
     """Whether ``node`` uses at most its (subtree) quota in every flavor-resource of ``need``."""
     usage, subtree = quota.usage[node], quota.subtree[node]
@@ -102,8 +108,7 @@ def classic_targets(
     pol = adm.cqs[cq].preemption
 
     def uses(w: Workload) -> bool:
-        held = w.assignment or {}
-        return any(fr in held for fr in need)
+        return uses_any(w, need)
 
     same: list[Workload] = []
     if pol.within_cluster_queue != NEVER:

@@ -35,7 +35,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dlsched.tenancy.classic_preemption import candidate_order
+from dlsched.tenancy.classic_preemption import candidate_order, uses_any
 from dlsched.tenancy.model import (
     ANY,
     IN_CLUSTER_QUEUE,
@@ -196,21 +196,20 @@ def fair_targets(
     quota = adm.quota
     cq = wl.cq
     pol = adm.cqs[cq].preemption
-
-    def uses(w: Workload) -> bool:
-        held = w.assignment or {}
-        return any(fr in held for fr in need)
-
     candidates: list[Workload] = []
     if pol.within_cluster_queue != NEVER:
-        candidates += [w for w in adm.admitted[cq] if uses(w) and adm.within_allows(wl, w)]
+        candidates += [
+            w for w in adm.admitted[cq] if uses_any(w, need) and adm.within_allows(wl, w)
+        ]
     if quota.parent[cq] is not None and pol.reclaim_within_cohort != NEVER:
         anyone = pol.reclaim_within_cohort == ANY
         for other in adm.tree_queues(cq):
             if other == cq or not any(quota.borrowing(other, fr) for fr in need):
                 continue
             candidates += [
-                w for w in adm.admitted[other] if uses(w) and (anyone or w.priority < wl.priority)
+                w
+                for w in adm.admitted[other]
+                if uses_any(w, need) and (anyone or w.priority < wl.priority)
             ]
     if not candidates:
         return []

@@ -20,7 +20,7 @@ better preemption mode, then the lower borrowing level.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from dlsched.tenancy.model import (
@@ -47,7 +47,6 @@ class Granular(NamedTuple):
 
 
 BEST = Granular(FITS, 0)
-WORST = Granular(NO_FIT, 1 << 30)
 Oracle = Callable[[int, float], Granular]
 """What preempting for ``amount`` of a flavor-resource would give: the preemption mode and
 the borrowing level after (``NO_CANDIDATES``, ``PREEMPTING`` or ``RECLAIMING``)."""
@@ -187,8 +186,3 @@ def choose(
         if best is None or preferred(worst, best.mode, fungibility.preference):
             best = choice
     return best
-
-
-def assigned_modes(choice: Choice) -> Mapping[int, Granular]:
-    """Each flavor-resource of ``choice`` with its mode."""
-    return {fr: mode for fr, _, mode in choice.resources}

@@ -44,35 +44,20 @@ def validate_files(
     reports = []
     for path in paths:
         requests = format in REQUEST_FORMAT_NAMES or (format is None and is_request_file(path))
-        if requests:
-            try:
-                read = read_requests(path, format, skip_bad_rows=True)
-            except TraceError as e:
-                reports.append(FileReport(str(path), format, 0, 0, e.errors, _message_only(e)))
-                continue
-            empty = "no request rows (the file holds a header only)" if not read.rows_read else None
-            reports.append(
-                FileReport(
-                    str(path), read.format, read.rows_read, len(read.trace), read.errors, empty
-                )
-            )
-            continue
         try:
-            result = read_trace(path, format, skip_bad_rows=True)
+            read = (
+                read_requests(path, format, skip_bad_rows=True)
+                if requests
+                else read_trace(path, format, skip_bad_rows=True)
+            )
         except TraceError as e:
             reports.append(FileReport(str(path), format, 0, 0, e.errors, _message_only(e)))
             continue
         # A header alone is a readable file but not a trace: nothing to simulate.
-        empty = "no job rows (the file holds a header only)" if not result.rows_read else None
+        what = "request" if requests else "job"
+        empty = f"no {what} rows (the file holds a header only)" if not read.rows_read else None
         reports.append(
-            FileReport(
-                str(path),
-                result.format,
-                result.rows_read,
-                len(result.trace),
-                result.errors,
-                empty,
-            )
+            FileReport(str(path), read.format, read.rows_read, len(read.trace), read.errors, empty)
         )
     return reports
 
