@@ -26,6 +26,9 @@ WITHIN_CQ_POLICIES = (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL)
 RECLAIM_POLICIES = (NEVER, LOWER_PRIORITY, ANY)
 BORROW_POLICIES = (NEVER, LOWER_PRIORITY)
 STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
+STOP_NONE, HOLD, HOLD_AND_DRAIN = "None", "Hold", "HoldAndDrain"
+"""A queue's ``stopPolicy``: admit as usual; admit nothing new; admit nothing new and evict
+what it has admitted."""
 BORROW, TRY_NEXT_FLAVOR, PREEMPT = "Borrow", "TryNextFlavor", "Preempt"
 MAY_STOP_SEARCH = "MayStopSearch"
 """v1beta2's name for whenCanBorrow: Borrow and whenCanPreempt: Preempt."""
@@ -107,8 +110,42 @@ class Fungibility:
 
 
 @dataclass(frozen=True)
+class LabelRequirement:
+    """One ``matchExpressions`` entry of a Kubernetes label selector: ``operator`` ``In``,
+    ``NotIn``, ``Exists`` or ``DoesNotExist``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.operator == "Exists":
+            return self.key in labels
+        if self.operator == "DoesNotExist":
+            return self.key not in labels
+        if self.operator == "In":
+            return labels.get(self.key) in self.values
+        return labels.get(self.key) not in self.values
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A Kubernetes label selector: every ``matchLabels`` pair and every requirement must
+    hold. The empty selector matches every label set."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    requirements: tuple[LabelRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
+            r.matches(labels) for r in self.requirements
+        )
+
+
+@dataclass(frozen=True)
 class ClusterQueue:
-    """Quota and policies of one tenant queue."""
+    """Quota and policies of one tenant queue. ``namespace_selector`` None: Kueue's nil
+    selector, which matches no namespace; the empty :class:`LabelSelector` matches all."""
 
     name: str
     cohort: str | None = None
@@ -117,6 +154,8 @@ class ClusterQueue:
     preemption: Preemption = field(default_factory=Preemption)
     fungibility: Fungibility = field(default_factory=Fungibility)
     weight: float = 1.0
+    namespace_selector: LabelSelector | None = field(default_factory=LabelSelector)
+    stop_policy: str = STOP_NONE
 
 
 @dataclass(frozen=True)
@@ -178,6 +217,7 @@ class LocalQueue:
     namespace: str
     name: str
     cluster_queue: str
+    stop_policy: str = STOP_NONE
 
     @property
     def ref(self) -> str:
@@ -202,6 +242,36 @@ class FairSharing:
 
 
 @dataclass(frozen=True)
+class PodsReady:
+    """The Configuration's ``waitForPodsReady``: an admitted workload whose pods are not all
+    running ``timeout`` seconds after admission is evicted (reason ``PodsReadyTimeout``) and
+    requeued after ``backoff_base * 2**(n-1)`` seconds (capped at ``backoff_max``) for its
+    n-th requeue; past ``backoff_limit`` requeues (None: no limit) it is deactivated.
+    ``block_admission``: nothing else is admitted while an admitted workload is not ready."""
+
+    timeout: float = 300.0
+    backoff_base: float = 60.0
+    backoff_max: float = 3600.0
+    backoff_limit: int | None = None
+    block_admission: bool = False
+
+
+@dataclass(frozen=True)
+class KueueClock:
+    """When admission decides (docs/tenants.md "Kueue's clock"). ``mode`` ``cycle``: Kueue's
+    scheduling cycles, one head per ClusterQueue per cycle, ``cycle_period`` seconds apart
+    while a cycle makes progress, preemptors admitted only once their victims have
+    terminated, ``termination_grace`` seconds after their eviction; ``fixpoint``: every
+    admission possible at an instant at once, evictions and the preemptor's admission at the
+    same instant. ``pods_ready``: ``waitForPodsReady`` when enabled."""
+
+    mode: str = "fixpoint"
+    cycle_period: float = 0.0
+    termination_grace: float = 0.0
+    pods_ready: PodsReady | None = None
+
+
+@dataclass(frozen=True)
 class Tenancy:
     """Every queue object of a run, validated (:func:`dlsched.tenancy.manifests.read_manifests`
     builds one)."""
@@ -213,6 +283,10 @@ class Tenancy:
     priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
     fair_sharing: FairSharing = field(default_factory=FairSharing)
     source: str = "<memory>"
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Labels of each namespace that a ``Namespace`` document gives (a namespace named by no
+    document has none)."""
+    clock: KueueClock = field(default_factory=KueueClock)
 
     def local_queue(self, ref: str) -> LocalQueue:
         """The LocalQueue ``namespace/name``, or ``name`` when one namespace has it."""
