@@ -199,7 +199,33 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "With --queues: TOML mapping VCs/users to LocalQueues (default: by VC).",
         "queues",
     ),
+    _o(
+        "admission_clock",
+        "str",
+        "cycle",
+        "With --queues: 'cycle' (Kueue's scheduling cycles: one head per ClusterQueue per "
+        "cycle, preemptors admitted once their victims terminated) or 'fixpoint' (every "
+        "admission of an instant at once).",
+        "queues",
+    ),
+    _o(
+        "cycle_period",
+        "float",
+        0.0,
+        "With --queues and the cycle clock: seconds between scheduling cycles that make "
+        "progress (0: back to back, as Kueue's cycles of a few milliseconds).",
+        "queues",
+    ),
+    _o(
+        "termination_grace",
+        "float",
+        0.0,
+        "With --queues and the cycle clock: seconds an evicted job takes to terminate, its "
+        "quota held until then (Kubernetes allows up to terminationGracePeriodSeconds).",
+        "queues",
+    ),
 )
+ADMISSION_CLOCKS = ("cycle", "fixpoint")
 BY_NAME: Mapping[str, RunOption] = {o.name: o for o in RUN_OPTIONS}
 AXES: tuple[str, ...] = tuple(o.name for o in RUN_OPTIONS if o.axis)
 BACKFILL_OPTION = "allow_backfill"
@@ -231,6 +257,25 @@ def pairs(items: Sequence[str], flag_name: str) -> dict[str, str]:
     return parse_pairs(items, flag_name)
 
 
+def check_queue_options(v: Mapping[str, Any]) -> None:
+    """ValueError naming the flag for a queue option a run cannot honour."""
+    if v["queue_map"] is not None and v["queues"] is None:
+        raise ValueError("--queue-map maps jobs to the LocalQueues of --queues; give --queues")
+    clock = v["admission_clock"]
+    if clock not in ADMISSION_CLOCKS:
+        raise ValueError(f"--admission-clock: expected cycle or fixpoint, got {clock!r}")
+    for name in ("cycle_period", "termination_grace"):
+        value = v[name]
+        if not 0 <= value < 1e9:
+            raise ValueError(f"{flag(name)}: expected seconds >= 0, got {value}")
+        if value and v["queues"] is None:
+            raise ValueError(f"{flag(name)} applies to admission by --queues; give --queues")
+        if value and clock != "cycle":
+            raise ValueError(
+                f"{flag(name)} applies to the cycle clock, not --admission-clock {clock}"
+            )
+
+
 def experiment_from(given: Mapping[str, Any]) -> Experiment:
     """The experiment ``given`` (option name → value; absent options take their defaults)
     describes. ValueError naming the flag for an unknown option, a value of the wrong type, or
@@ -250,8 +295,7 @@ def experiment_from(given: Mapping[str, Any]) -> Experiment:
         check_backfill(v["policy"])
         options[BACKFILL_OPTION] = "true"
     check_power_options(v)
-    if v["queue_map"] is not None and v["queues"] is None:
-        raise ValueError("--queue-map maps jobs to the LocalQueues of --queues; give --queues")
+    check_queue_options(v)
     config = SimConfig(
         policy=v["policy"],
         policy_options=options,
@@ -273,6 +317,9 @@ def experiment_from(given: Mapping[str, Any]) -> Experiment:
         ),
         queues=v["queues"],
         queue_map=v["queue_map"],
+        admission_clock=v["admission_clock"],
+        cycle_period_s=v["cycle_period"],
+        termination_grace_s=v["termination_grace"],
     )
     if v["preset"] is not None:
         fixed = [flag(name) for name in PRESET_FIXES if not is_default(name, v[name])]

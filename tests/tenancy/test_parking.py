@@ -66,6 +66,7 @@ def _run(tmp_path: Path, docs: list[dict[str, Any]], trace: Trace, nodes: int) -
         use_partitions=False,
         queues=str(write(tmp_path / "queues.yaml", docs)),
         queue_map=str(queue_map),
+        admission_clock="fixpoint",
     )
     return simulate(trace, resolve_cluster(f"{nodes}x8"), config)
 

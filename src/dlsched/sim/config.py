@@ -140,7 +140,9 @@ class SimConfig:
     declared stuck (an error naming the policy). ``queues``: Kueue manifests (a YAML file or a
     directory of them) whose admission stage runs before the policies (None: every job goes
     straight to its policy); ``queue_map``: the TOML file mapping trace VCs/users to their
-    LocalQueues (None: one LocalQueue per VC, named after it). ``placement_options``: the
+    LocalQueues (None: one LocalQueue per VC, named after it); ``admission_clock``,
+    ``cycle_period_s``, ``termination_grace_s``: when admission decides
+    (:class:`~dlsched.tenancy.model.KueueClock`). ``placement_options``: the
     placer's text options (``topology``: ``required``/``preferred`` = node, rack or block).
     ``comm_model``: None (rigid jobs run their trace duration wherever placed) or ``"tiers"``
     (:mod:`dlsched.perf.comm`: slower when spread over nodes, racks, blocks)."""
@@ -162,6 +164,9 @@ class SimConfig:
     max_idle_rounds: int = 10_000
     queues: str | None = None
     queue_map: str | None = None
+    admission_clock: str = "cycle"
+    cycle_period_s: float = 0.0
+    termination_grace_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

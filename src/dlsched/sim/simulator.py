@@ -58,7 +58,7 @@ from dlsched.sim.report import kind_summary
 from dlsched.trace.schema import Trace
 
 if TYPE_CHECKING:
-    from dlsched.tenancy.stage import AdmissionStage, Decision
+    from dlsched.tenancy.stage import AdmissionStage
 
 # The parameter-server side (dlsched.ps) and the admission stage (dlsched.tenancy) are imported
 # only by a run that has PS jobs or queues.
@@ -598,8 +598,15 @@ class Simulator:
                 "qssf, tiresias)"
             )
         qmap = QueueMap() if queue_map is None else read_queue_map(queue_map)
+        tenancy = read_manifests(queues)
+        clock = replace(
+            tenancy.clock,
+            mode=self.config.admission_clock,
+            cycle_period=self.config.cycle_period_s,
+            termination_grace=self.config.termination_grace_s,
+        )
         return AdmissionStage(
-            read_manifests(queues),
+            replace(tenancy, clock=clock),
             qmap,
             sorted({t for t in self.state.node_type if t}),
             self._vc,
@@ -617,45 +624,61 @@ class Simulator:
 
     def _run_admission(self, now: float) -> None:
         """Admit what the queues allow before the policies' cycles: admitted jobs go to their
-        policy; evicted running jobs are preempted by a Plan; evicted jobs wait again."""
-        assert self.admission is not None
-        decisions = self.admission.run(now)
-        if not decisions:
-            return
-        for decision in decisions:
-            if decision.evicted:
-                self._evict(decisions, now)
+        policy; evicted running jobs are preempted by a Plan and wait for admission again
+        once terminated (at once under the fixpoint clock; after the termination grace
+        period under Kueue's cycle, their quota held until then: with no grace period, the
+        cycles go on at this instant)."""
+        stage = self.admission
+        assert stage is not None
+        again = stage.queues is not None and stage.clock.termination_grace <= 0
+        while True:
+            decisions = stage.run(now)
+            admitted = decisions.admitted
+            victims = [victim for victim, _cause in decisions.evicted]
+            if victims:
+                # A job admitted at this instant and evicted by a later admission never
+                # reached its policy.
+                unseen = set(admitted).intersection(victims)
+                if unseen:
+                    admitted = [job for job in admitted if job not in unseen]
+                self._evict(victims, unseen, now)
+            if admitted:
+                self._hand_over(admitted, now)
+            if self._multi and (admitted or victims):
+                self._request_cycles(now)
+            if not (again and victims):
                 break
-        else:
-            self._hand_over([decision.job for decision in decisions], now)
-        if self._multi:
-            self._request_cycles(now)
+        if stage.next_cycle is not None:
+            self._request_cycle(0, stage.next_cycle)
 
-    def _evict(self, decisions: list[Decision], now: float) -> None:
-        """Carry out admissions some of which evict: evicted running jobs are preempted by
-        a Plan, evicted jobs wait for admission again, admitted ones go to their policy."""
-        assert self.admission is not None
-        handed: dict[SimJob, None] = {}
-        running: list[SimJob] = []
-        evicted: list[SimJob] = []
-        for decision in decisions:
-            for victim, _cause in decision.evicted:
-                if victim in handed:
-                    del handed[victim]
-                elif victim.status == RUNNING:
-                    running.append(victim)
-                else:
-                    self._withdraw(victim)
-                evicted.append(victim)
-            handed[decision.job] = None
+    def _evict(self, victims: list[SimJob], unseen: set[SimJob], now: float) -> None:
+        """Evicted running jobs are preempted by a Plan, evicted waiting ones leave their
+        policy (those ``unseen`` never reached it); each waits for admission again once
+        terminated."""
+        stage = self.admission
+        assert stage is not None
+        running = [v for v in victims if v.status == RUNNING]
         if running:
             self._apply(Plan(preempts=tuple(running)), now)
-        for victim in evicted:
-            if victim in running:
+        for victim in victims:
+            if victim not in unseen:
                 self._withdraw(victim)
-            self.admission.requeue(victim)
             self._dirty[victim.group].add(victim.pool)
-        self._hand_over(list(handed), now)
+        grace = stage.clock.termination_grace if stage.queues is not None else 0.0
+        if grace > 0:
+            self.engine.schedule(now + grace, P_FINISH, self._on_terminated, victims)
+            return
+        for victim in victims:
+            stage.requeue(victim, now)
+
+    def _on_terminated(self, victims: list[SimJob]) -> None:
+        """Evicted jobs' termination grace period ended: their quota is free."""
+        stage = self.admission
+        assert stage is not None
+        now = self.engine.now
+        for victim in victims:
+            stage.requeue(victim, now)
+        self._request_cycle(0, now)
 
     def _hand_over(self, admitted: Sequence[SimJob], now: float) -> None:
         """Admitted jobs go to their policy (with the GPU type their flavors select)."""

@@ -230,7 +230,7 @@ def _recent_first(w: Workload) -> tuple[int, float, int]:
     return (w.priority, -w.admitted_at, -w.seq)
 
 
-def _queue_order(w: Workload) -> tuple[int, float, int]:
+def queue_order(w: Workload) -> tuple[int, float, int]:
     """A ClusterQueue's order of its pending workloads: highest priority, then oldest."""
     return (-w.priority, w.created, w.seq)
 
@@ -583,7 +583,7 @@ class Admission:
         a = self._assign(wl)
         if a.mode != FIT:
             return False
-        self._at(now)
+        self.at(now)
         self._take(wl, a, now, a.borrows)
         if self.pending_count[wl.cq]:
             # Its heads may now preempt ``wl``, and whether they borrow changed.
@@ -596,7 +596,7 @@ class Admission:
         longer admitted nor pending (the caller requeues them with :meth:`submit` once they
         stopped)."""
         out: list[Admitted] = []
-        self._at(now)
+        self.at(now)
         if self._new:
             self._settle(now, out)
         while self._dirty or self._ready:
@@ -656,7 +656,7 @@ class Admission:
                     self._enqueue(wl)
                 continue
             if len(wls) > 1:
-                wls.sort(key=_queue_order)
+                wls.sort(key=queue_order)
             for wl in wls:
                 assert wl.fast is not None
                 assignment = wl.fast.fitting()
@@ -683,7 +683,7 @@ class Admission:
                 return False
         return True
 
-    def _at(self, now: float) -> None:
+    def at(self, now: float) -> None:
         """Admissions happen at ``now``: once times go back, admission order is no longer
         the order of admission times."""
         if now < self._latest:
@@ -1213,6 +1213,32 @@ class Admission:
             request.update((fr, amount) for fr, amount, _ in choice.resources)
         return _Assignment(mode, request, borrows, tuple(flavors))
 
+    # ---- for Kueue's cycle (dlsched.tenancy.cycle) ---------------------------------------------
+    def assignment(self, wl: Workload) -> _Assignment:
+        """``wl``'s flavor assignment against the quota now (mode ``FIT``, ``PREEMPTS`` or
+        ``NO_FIT``, the flavor-resources it charges, whether it borrows, its flavors)."""
+        return self._assign(wl)
+
+    def evictions_for(self, wl: Workload, a: _Assignment) -> list[Eviction]:
+        """The preemption targets of ``wl`` under assignment ``a`` (none: no candidates)."""
+        if self._cannot_preempt(wl.cq, (wl,)):
+            return []
+        return self._targets(wl, a)
+
+    def reserve(
+        self, wl: Workload, request: dict[int, float], flavors: tuple[str, ...], now: float
+    ) -> None:
+        """Admit pending ``wl`` (not in this Admission's own queues) charging ``request``."""
+        self._take(wl, _Assignment(FIT, request, False, flavors), now, None)
+
+    def namespace_matches(self, cq: int, namespace: str) -> bool:
+        """Whether ClusterQueue ``cq``'s ``namespaceSelector`` admits workloads of
+        ``namespace`` (by the labels the manifests give it; a nil selector admits none)."""
+        selector = self.cqs[cq].namespace_selector
+        if selector is None:
+            return False
+        return selector.matches(self.tenancy.namespaces.get(namespace, {}))
+
     # ---- preemption --------------------------------------------------------------------------
     def dry_run(self, wl: Workload) -> DryRun:
         """Would ``wl`` (not submitted) be admitted now, at its queue's head (Kueue's
@@ -1222,8 +1248,8 @@ class Admission:
             1
             for heap in self.pending[cq].values()
             for entry in heap
-            if _queue_order(entry[3]) < _queue_order(wl)
-        ) + sum(1 for w in self._new if w.cq == cq and _queue_order(w) < _queue_order(wl))
+            if queue_order(entry[3]) < queue_order(wl)
+        ) + sum(1 for w in self._new if w.cq == cq and queue_order(w) < queue_order(wl))
         reason = self.never_admitted(wl)
         if reason is not None:
             return DryRun(False, (), False, (), reason, ahead)
@@ -1314,7 +1340,7 @@ class Admission:
         """Admit ``wl`` (not pending) on the given flavor of each resource kind it asks,
         whether or not it fits: for setting up a state (tests, a snapshot)."""
         request, _ = self._fixed_request(wl, flavors)
-        self._at(now)
+        self.at(now)
         self._take(
             wl, _Assignment(FIT, request, False, tuple(dict.fromkeys(flavors.values()))), now, None
         )

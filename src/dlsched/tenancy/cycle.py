@@ -1,24 +1,68 @@
 """Kueue's scheduling cycle over an :class:`~dlsched.tenancy.admission.Admission`'s quota.
 
-Kueue's scheduler (pkg/scheduler/scheduler.go, ``schedule``) runs cycles back to back; each
-takes the head of every ClusterQueue's active queue, computes its flavor assignment against
-one snapshot of the quota ("nomination"), orders the entries (those that fit without
-borrowing first, then priority, then time queued; with fair sharing, by share) and processes
-them in order: an entry that still fits reserves its quota; an entry that needs preemption
-issues its evictions and stays pending until its victims have terminated; an entry that does
-not fit, or no longer fits after the entries before it, is requeued. Requeued heads return to
-the active queue (StrictFIFO, or a requeue Kueue makes immediate) or wait as inadmissible
-until a change in their cohort tree can admit them (BestEffortFIFO).
+Kueue's scheduler (pkg/scheduler/scheduler.go, ``schedule``; Kueue commit ff69552e) runs
+cycles back to back. Each cycle, as modelled here:
 
-:class:`KueueQueues` is that queue manager and cycle; the simulator's admission stage drives
-it at :attr:`~dlsched.tenancy.model.KueueClock.cycle_period` intervals.
+1. **Heads.** Every ClusterQueue that is not stopped gives the head of its active queue:
+   its sticky preemptor if it has one (a BestEffortFIFO queue's head that issued evictions
+   keeps its place until it is admitted or found unschedulable), else the highest priority,
+   then the oldest.
+2. **Nomination.** Each head's flavor assignment is computed against the quota as the cycle
+   found it (:mod:`dlsched.tenancy.flavor_assignment`), with its preemption targets when it
+   needs preemption (:mod:`dlsched.tenancy.classic_preemption` or fair sharing's).
+3. **Order.** Heads that fit without borrowing come first, then higher priority, then older
+   (with fair sharing: lowest share first).
+4. **Processing**, in that order. No fit: requeued as ``NoFit``. Preemption with no
+   candidates: requeued as ``PreemptionNoCandidates`` (a queue whose ``reclaimWithinCohort``
+   is not ``Any`` then reserves the quota it could use, so that the entries after it in the
+   cycle cannot take it). Targets that overlap another entry's victims of this cycle: the
+   assignment is computed again as if those victims were gone; if it then fits, the entry
+   waits for them (``PendingPreemption``) holding its quota for the rest of the cycle. An
+   entry whose request no longer fits once the quota taken by the entries before it is
+   counted (and the victims of this cycle are not) is skipped; else it takes the quota:
+   a preempting entry issues its evictions (its victims stay admitted and charged, being
+   terminated, until :meth:`KueueQueues.terminated`) and waits, any other entry is
+   admitted.
+5. **Requeue.** A head not admitted goes back: to the active queue when the requeue is
+   immediate (StrictFIFO except on a namespace mismatch; otherwise a skip after nomination
+   or a pending preemption), else among the inadmissible workloads, with every active
+   workload of the same shape and priority (Kueue's scheduling-equivalence hashing, on by
+   default). Inadmissible workloads of a cohort tree go back to the active queues when quota
+   of the tree is released (a workload finished or terminated), as Kueue requeues them on
+   those events.
+
+Workloads whose namespace the ClusterQueue's ``namespaceSelector`` does not match wait as
+inadmissible (a namespace's labels do not change in a run). A ClusterQueue with a
+``stopPolicy`` other than ``None`` gives no head; ``HoldAndDrain`` also evicts what it had
+admitted (:meth:`KueueQueues.drain`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from typing import Any
 
-from dlsched.tenancy.admission import Admission, Eviction, Workload
+from dlsched.tenancy.admission import (
+    FIT,
+    NO_FIT,
+    PREEMPTS,
+    Admission,
+    Eviction,
+    Workload,
+    queue_order,
+)
+from dlsched.tenancy.model import ANY, BEST_EFFORT_FIFO, STOP_NONE
+from dlsched.tenancy.quota import EPS
+
+# Why a head goes back to its queue (Kueue's RequeueReason): immediate requeues return to the
+# active queue of a BestEffortFIFO ClusterQueue, the others make it inadmissible.
+FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+PENDING_PREEMPTION = "PendingPreemption"
+NO_FIT_REASON = "NoFit"
+NO_CANDIDATES = "PreemptionNoCandidates"
+NAMESPACE_MISMATCH = "NamespaceMismatch"
+_IMMEDIATE = frozenset({FAILED_AFTER_NOMINATION, PENDING_PREEMPTION})
 
 
 @dataclass
@@ -36,6 +80,19 @@ class CycleResult:
         return bool(self.admitted or self.preempting)
 
 
+@dataclass
+class _Entry:
+    """A head in a cycle: its assignment, targets, and why it goes back if it does."""
+
+    wl: Workload
+    mode: int
+    request: dict[int, float]
+    borrows: bool
+    flavors: tuple[str, ...]
+    targets: list[Eviction]
+    requeue: str = FAILED_AFTER_NOMINATION
+
+
 class KueueQueues:
     """Kueue's queue manager and scheduling cycle over ``admission`` (module docstring).
 
@@ -43,26 +100,311 @@ class KueueQueues:
     ClusterQueue's ``namespaceSelector``; None: not checked); ``cycle`` runs one scheduling
     cycle; ``terminated`` frees the quota of an evicted workload whose pods are gone (its
     caller submits it again when it should queue again); ``finished`` frees an admitted
-    workload's quota. ``active`` and ``inadmissible`` list a ClusterQueue's pending
-    workloads as Kueue's queue dumps do (``Dump`` and ``DumpInadmissible``)."""
+    workload's quota; ``withdraw`` takes a pending workload out. ``active`` and
+    ``inadmissible`` list a ClusterQueue's pending workloads as Kueue's queue dumps do
+    (``Dump`` and ``DumpInadmissible``), in queue order."""
 
     def __init__(self, admission: Admission) -> None:
         self.admission = admission
+        n = len(admission.cqs)
+        self._active: list[list[tuple[int, float, int, Workload]]] = [[] for _ in range(n)]
+        self._in_active: set[Workload] = set()
+        self._inadmissible: list[dict[Workload, None]] = [{} for _ in range(n)]
+        # Shapes (with priority) bulk-moved to inadmissible per queue: a new workload of one
+        # goes there directly until the tree's inadmissible workloads are requeued.
+        self._bulk: list[set[Any]] = [set() for _ in range(n)]
+        self._preemptor: list[Workload | None] = [None] * n
+        self._best_effort = [cq.queueing_strategy == BEST_EFFORT_FIFO for cq in admission.cqs]
+        self._stopped = [cq.stop_policy != STOP_NONE for cq in admission.cqs]
+        self._always_reclaims = [cq.preemption.reclaim_within_cohort == ANY for cq in admission.cqs]
+        self.terminating: dict[Workload, Workload] = {}
+        """Victims being terminated -> the workload that evicted them."""
 
+    # ---- the queues ----------------------------------------------------------------------
     def submit(self, wl: Workload, now: float, namespace: str | None = None) -> None:
-        raise NotImplementedError
+        """``wl`` waits for admission (new, or back after an eviction)."""
+        adm = self.admission
+        if wl.options is None:
+            adm.flavor_options(wl)
+        cq = wl.cq
+        if namespace is not None and not adm.namespace_matches(cq, namespace):
+            self._inadmissible[cq][wl] = None
+            return
+        if self._best_effort[cq] and (wl.shape_key(), wl.priority) in self._bulk[cq]:
+            self._inadmissible[cq][wl] = None
+            return
+        self._push(wl)
 
-    def cycle(self, now: float) -> CycleResult:
-        raise NotImplementedError
+    def _push(self, wl: Workload) -> None:
+        if wl in self._in_active:
+            return
+        self._in_active.add(wl)
+        heappush(self._active[wl.cq], (*queue_order(wl), wl))
 
-    def terminated(self, wl: Workload) -> None:
-        raise NotImplementedError
-
-    def finished(self, wl: Workload) -> None:
-        raise NotImplementedError
+    def withdraw(self, wl: Workload) -> bool:
+        """``wl`` leaves without being admitted; False if it was not pending."""
+        cq = wl.cq
+        if self._preemptor[cq] is wl:
+            self._preemptor[cq] = None
+        if wl in self._inadmissible[cq]:
+            del self._inadmissible[cq][wl]
+            return True
+        if wl not in self._in_active:
+            return False
+        self._in_active.discard(wl)
+        heap = self._active[cq]
+        heap[:] = [e for e in heap if e[3] is not wl]
+        heap.sort()
+        return True
 
     def active(self, cq: int) -> list[Workload]:
-        raise NotImplementedError
+        """The workloads of ``cq``'s active queue, in queue order."""
+        entries = sorted(self._active[cq])
+        found = [e[3] for e in entries]
+        sticky = self._preemptor[cq]
+        if sticky is not None and sticky in self._in_active:
+            found.remove(sticky)
+            found.insert(0, sticky)
+        return found
 
     def inadmissible(self, cq: int) -> list[Workload]:
-        raise NotImplementedError
+        """The inadmissible workloads of ``cq``, in queue order."""
+        return sorted(self._inadmissible[cq], key=queue_order)
+
+    def pending(self, cq: int) -> int:
+        return len(self._active[cq]) + len(self._inadmissible[cq])
+
+    def _head(self, cq: int) -> Workload | None:
+        """Pop ``cq``'s head (module docstring, step 1)."""
+        sticky = self._preemptor[cq]
+        if sticky is not None and sticky in self._in_active and self._best_effort[cq]:
+            self._in_active.discard(sticky)
+            heap = self._active[cq]
+            heap[:] = [e for e in heap if e[3] is not sticky]
+            heap.sort()
+            return sticky
+        heap = self._active[cq]
+        if not heap:
+            return None
+        wl = heappop(heap)[3]
+        self._in_active.discard(wl)
+        return wl
+
+    def _requeue(self, e: _Entry) -> None:
+        wl, cq = e.wl, e.wl.cq
+        reason = e.requeue
+        if reason == PENDING_PREEMPTION:
+            self._preemptor[cq] = wl
+        elif self._preemptor[cq] is wl:
+            self._preemptor[cq] = None
+        immediate = (
+            reason != NAMESPACE_MISMATCH if not self._best_effort[cq] else reason in _IMMEDIATE
+        )
+        if immediate:
+            self._push(wl)
+            return
+        self._inadmissible[cq][wl] = None
+        if self._best_effort[cq] and reason in (NO_FIT_REASON, NO_CANDIDATES):
+            shape = (wl.shape_key(), wl.priority)
+            self._bulk[cq].add(shape)
+            moved = [x for x in self._active[cq] if (x[3].shape_key(), x[3].priority) == shape]
+            if moved:
+                self._active[cq] = [x for x in self._active[cq] if x not in moved]
+                self._active[cq].sort()
+                for x in moved:
+                    self._in_active.discard(x[3])
+                    self._inadmissible[cq][x[3]] = None
+
+    def _requeue_tree(self, cq: int) -> None:
+        """Quota of ``cq``'s tree was released: its inadmissible workloads become active."""
+        for other in self.admission.tree_queues(cq):
+            self._bulk[other].clear()
+            waiting = self._inadmissible[other]
+            if not waiting:
+                continue
+            self._inadmissible[other] = {}
+            for wl in waiting:
+                self._push(wl)
+
+    # ---- quota released ------------------------------------------------------------------
+    def finished(self, wl: Workload) -> None:
+        """Admitted ``wl`` ended: its quota is free."""
+        self.admission.release(wl)
+        self._requeue_tree(wl.cq)
+
+    def terminated(self, wl: Workload) -> None:
+        """Evicted ``wl``'s pods are gone: its quota is free (submit it to queue it again)."""
+        self.terminating.pop(wl, None)
+        wl.evicting = False
+        self.admission.evicting -= 1
+        self.admission.release(wl)
+        self._requeue_tree(wl.cq)
+
+    def drain(self) -> list[Eviction]:
+        """Evict what ``HoldAndDrain`` ClusterQueues have admitted (reason
+        ``ClusterQueueStopped``)."""
+        adm = self.admission
+        out: list[Eviction] = []
+        for cq, queue in enumerate(adm.cqs):
+            if queue.stop_policy != "HoldAndDrain":
+                continue
+            for wl in list(adm.admitted[cq]):
+                if not wl.evicting:
+                    self._evict(wl, None)
+                    out.append(Eviction(wl, "ClusterQueueStopped"))
+        return out
+
+    def _evict(self, victim: Workload, by: Workload | None) -> None:
+        victim.evicting = True
+        self.admission.evicting += 1
+        if by is not None:
+            self.terminating[victim] = by
+
+    # ---- the cycle -----------------------------------------------------------------------
+    def cycle(self, now: float) -> CycleResult:
+        """One scheduling cycle at ``now`` (module docstring)."""
+        adm = self.admission
+        quota = adm.quota
+        result = CycleResult()
+        heads = [
+            wl
+            for cq in range(len(adm.cqs))
+            if not self._stopped[cq] and (wl := self._head(cq)) is not None
+        ]
+        if not heads:
+            return result
+        adm.at(now)
+        entries = [self._nominate(wl) for wl in heads]
+        if adm.fair:
+            entries.sort(
+                key=lambda e: (
+                    quota.share(e.wl.cq, e.request),
+                    -e.wl.priority,
+                    e.wl.created,
+                    e.wl.seq,
+                )
+            )
+        else:
+            entries.sort(key=lambda e: (e.borrows, -e.wl.priority, e.wl.created, e.wl.seq))
+        # Quota held for the rest of the cycle by entries not admitted (preemptors, deferred
+        # fits, reservations), given back when the cycle ends.
+        held: list[tuple[int, dict[int, float]]] = []
+        victims: dict[Workload, None] = {}
+        for e in entries:
+            self._process(e, now, held, victims, result)
+        for cq, request in reversed(held):
+            quota.remove(cq, request)
+        admitted = set(result.admitted)
+        for e in entries:
+            if e.wl not in admitted:
+                self._requeue(e)
+        return result
+
+    def _nominate(self, wl: Workload) -> _Entry:
+        adm = self.admission
+        a = adm.assignment(wl)
+        targets = adm.evictions_for(wl, a) if a.mode == PREEMPTS else []
+        return _Entry(wl, a.mode, a.request, a.borrows, a.flavors, targets)
+
+    def _process(
+        self,
+        e: _Entry,
+        now: float,
+        held: list[tuple[int, dict[int, float]]],
+        victims: dict[Workload, None],
+        result: CycleResult,
+    ) -> None:
+        """Step 4 of the module docstring for one entry (Kueue's ``processEntry``)."""
+        adm = self.admission
+        cq = e.wl.cq
+        if victims and any(t.workload in victims for t in e.targets):
+            # Kueue's RecomputeAssignmentUponPreemptionTargetsOverlap (on by default): the
+            # assignment as if this cycle's victims were gone.
+            with _without(adm, victims):
+                again = self._nominate(e.wl)
+            e.mode, e.request, e.borrows = again.mode, again.request, again.borrows
+            e.flavors, e.targets = again.flavors, again.targets
+            if e.mode == FIT:
+                # Kueue's DeferredFit: it fits once those preemptions complete.
+                e.requeue = PENDING_PREEMPTION
+                self._hold(cq, e.request, held)
+                return
+        if e.mode == NO_FIT:
+            e.requeue = NO_FIT_REASON
+            return
+        if e.mode == PREEMPTS and not e.targets:
+            e.requeue = NO_CANDIDATES
+            if not self._always_reclaims[cq]:
+                self._hold(cq, self._reservable(e), held)
+            return
+        if any(t.workload in victims for t in e.targets) or not self._fits(e, victims):
+            e.requeue = FAILED_AFTER_NOMINATION
+            return
+        for t in e.targets:
+            victims[t.workload] = None
+        if e.mode == PREEMPTS:
+            fresh = tuple(t for t in e.targets if not t.workload.evicting)
+            for t in fresh:
+                self._evict(t.workload, e.wl)
+            self._hold(cq, e.request, held)
+            e.requeue = PENDING_PREEMPTION
+            if fresh:
+                result.preempting.append((e.wl, fresh))
+            return
+        adm.reserve(e.wl, e.request, e.flavors, now)
+        if self._preemptor[cq] is e.wl:
+            self._preemptor[cq] = None
+        result.admitted.append(e.wl)
+
+    def _fits(self, e: _Entry, victims: dict[Workload, None]) -> bool:
+        """Whether ``e``'s request fits once this cycle's victims and its own are gone."""
+        gone = dict(victims)
+        for t in e.targets:
+            gone[t.workload] = None
+        with _without(self.admission, gone):
+            return self.admission.quota.fits(e.wl.cq, e.request)
+
+    def _hold(
+        self, cq: int, request: dict[int, float], held: list[tuple[int, dict[int, float]]]
+    ) -> None:
+        """``cq`` takes ``request`` for the rest of the cycle (given back at its end)."""
+        if request:
+            self.admission.quota.add(cq, request)
+            held.append((cq, request))
+
+    def _reservable(self, e: _Entry) -> dict[int, float]:
+        """What a preempting entry with no candidates holds (Kueue's
+        ``quotaResourcesToReserve``): when it borrows, its request up to its borrowing
+        limit, else up to its nominal quota."""
+        quota = self.admission.quota
+        cq = e.wl.cq
+        out: dict[int, float] = {}
+        for fr, amount in e.request.items():
+            used = quota.usage[cq].get(fr, 0.0)
+            nominal = quota.nominal[cq].get(fr, 0.0)
+            if e.borrows:
+                limit = quota.borrow_limit[cq].get(fr)
+                keep = amount if limit is None else min(amount, nominal + limit - used)
+            else:
+                keep = max(0.0, min(amount, nominal - used))
+            if keep > EPS:
+                out[fr] = keep
+        return out
+
+
+class _without:
+    """Within the block, ``workloads`` (admitted) are not charged to the quota."""
+
+    def __init__(self, adm: Admission, workloads: dict[Workload, None]) -> None:
+        self.adm = adm
+        self.workloads = [w for w in workloads if w.assignment is not None]
+
+    def __enter__(self) -> None:
+        for w in self.workloads:
+            assert w.assignment is not None
+            self.adm.quota.remove(w.cq, w.assignment)
+
+    def __exit__(self, *exc: object) -> None:
+        for w in reversed(self.workloads):
+            assert w.assignment is not None
+            self.adm.quota.add(w.cq, w.assignment)

@@ -116,8 +116,6 @@ def exposition(stage: AdmissionStage) -> str:
         return "" if root == node and node < n_cqs else quota.names[root]
 
     per_cq: tuple[tuple[str, str, str, Callable[[int], int], dict[str, str]], ...] = (
-        ("pending_workloads", "gauge", "Pending workloads per cluster_queue and status",
-         lambda cq: adm.pending_count[cq], {"status": "active"}),
         ("admitted_active_workloads", "gauge", "Admitted active workloads per cluster_queue",
          lambda cq: len(adm.admitted[cq]), {}),
         ("reserving_active_workloads", "gauge", "Workloads reserving quota per cluster_queue",
@@ -129,6 +127,11 @@ def exposition(stage: AdmissionStage) -> str:
         ("finished_workloads_total", "counter", "Finished workloads per cluster_queue",
          lambda cq: counters.finished[cq], {}),
     )  # fmt: skip
+    _family(lines, "pending_workloads", "gauge", "Pending workloads per cluster_queue and status")
+    for cq in range(n_cqs):
+        for status, count in zip(("active", "inadmissible"), stage.pending(cq), strict=True):
+            labels = _labels(cluster_queue=names[cq], status=status)
+            lines.append(f"kueue_pending_workloads{labels} {count}")
     for name, kind, help_text, count_of, extra in per_cq:
         _family(lines, name, kind, help_text)
         for cq in range(n_cqs):

@@ -265,7 +265,7 @@ class KueueClock:
     admission possible at an instant at once, evictions and the preemptor's admission at the
     same instant. ``pods_ready``: ``waitForPodsReady`` when enabled."""
 
-    mode: str = "fixpoint"
+    mode: str = "cycle"
     cycle_period: float = 0.0
     termination_grace: float = 0.0
     pods_ready: PodsReady | None = None

@@ -22,20 +22,31 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dlsched.tenancy.admission import CAUSES, Admission, Workload
+from dlsched.tenancy.admission import CAUSES, Admission, DryRun, Eviction, Workload, queue_order
+from dlsched.tenancy.cycle import KueueQueues
 from dlsched.tenancy.errors import TenancyError
 from dlsched.tenancy.grouping import group_order
 from dlsched.tenancy.kueue_metrics import KueueCounters
-from dlsched.tenancy.model import CPU, GPU, MEMORY, PODS, Tenancy, resource_kind
+from dlsched.tenancy.model import (
+    CPU,
+    GPU,
+    MEMORY,
+    PODS,
+    STOP_NONE,
+    LocalQueue,
+    Tenancy,
+    resource_kind,
+)
 from dlsched.tenancy.queue_map import QueueMap
 
 
-class Decision(NamedTuple):
-    """One admission: the job now admitted, and the admitted jobs evicted for it (with the
-    cause of each: ``priority``, ``reclaim`` or ``fair_share``)."""
+class Decisions(NamedTuple):
+    """What admission decided at one instant: the jobs now admitted, and the admitted jobs
+    evicted (with the cause of each: ``priority``, ``reclaim`` or ``fair_share``), which the
+    caller stops and gives back with :meth:`AdmissionStage.requeue` once stopped."""
 
-    job: Any
-    evicted: tuple[tuple[Any, str], ...]
+    admitted: list[Any]
+    evicted: list[tuple[Any, str]]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -68,6 +79,12 @@ class AdmissionStage:
         queue_map.check(tenancy)
         self.tenancy = tenancy
         self.admission = Admission(tenancy, gpu_types)
+        self.clock = tenancy.clock
+        self.queues = KueueQueues(self.admission) if self.clock.mode == "cycle" else None
+        """Kueue's queues and cycle (None: the fixpoint clock, the Admission's own)."""
+        self.next_cycle: float | None = None
+        """When the next scheduling cycle is due after :meth:`run` (None: at the next
+        change), under a cycle period."""
         index = self.admission.quota.index
         self.unmapped: dict[int, str] = {}
         # Per (VC, user) of the trace, numbered as they first appear: its ClusterQueue,
@@ -126,6 +143,11 @@ class AdmissionStage:
             detail = "no such LocalQueue" if ref is not None else str(exc)
             self.unmapped[-missing] = f"vc {vc!r}, user {user!r}: LocalQueue {ref!r}: {detail}"
             return -missing, 0
+        closed = self._closed(lq)
+        if closed is not None:
+            missing = len(self.unmapped) + 1
+            self.unmapped[-missing] = f"vc {vc!r}, user {user!r}: {closed}"
+            return -missing, 0
         return index[lq.cluster_queue], self.tenancy.priority(queue_map.priority_class(vc, user))
 
     # ---- jobs in and out ---------------------------------------------------------------------
@@ -155,7 +177,7 @@ class AdmissionStage:
         if reason is not None:
             return False
         wl = self._workloads[job]
-        self.admission.withdraw(wl)
+        self._withdraw(wl)
         if self.admission.admit_now(wl, now):
             self._note(wl.cq, now)
             return True
@@ -179,15 +201,57 @@ class AdmissionStage:
         """A waiting ``job`` leaves without being admitted (cancelled)."""
         wl = self._workloads.pop(job, None)
         if wl is not None:
+            self._withdraw(wl)
+
+    def _withdraw(self, wl: Workload) -> None:
+        if self.queues is not None:
+            self.queues.withdraw(wl)
+        else:
             self.admission.withdraw(wl)
 
+    def pending(self, cq: int) -> tuple[int, int]:
+        """ClusterQueue ``cq``'s workloads waiting for admission: (active, inadmissible)
+        as Kueue counts them (under the fixpoint clock every waiting workload is active)."""
+        if self.queues is not None:
+            return len(self.queues.active(cq)), len(self.queues.inadmissible(cq))
+        return self.admission.pending_count[cq], 0
+
+    def dry_run(self, wl: Workload) -> DryRun:
+        """:meth:`Admission.dry_run` of probe ``wl`` (:meth:`probe`), with the waiting
+        workloads ahead of it counted in whichever queues this stage's clock keeps."""
+        found = self.admission.dry_run(wl)
+        if self.queues is None:
+            return found
+        key = queue_order(wl)
+        waiting = [*self.queues.active(wl.cq), *self.queues.inadmissible(wl.cq)]
+        return found._replace(ahead=sum(1 for w in waiting if queue_order(w) < key))
+
     def cluster_queue(self, queue_ref: str) -> int | str:
-        """The ClusterQueue index LocalQueue ``queue_ref`` feeds, or why there is none."""
+        """The ClusterQueue index LocalQueue ``queue_ref`` feeds, or why none admits its
+        workloads: no such LocalQueue, a stopped queue, or a ClusterQueue whose
+        ``namespaceSelector`` does not take the LocalQueue's namespace (a namespace's labels
+        do not change during a run, so such a workload would wait for ever)."""
         try:
             lq = self.tenancy.local_queue(queue_ref)
         except TenancyError as exc:
             return str(exc)
-        return self.admission.quota.index[lq.cluster_queue]
+        closed = self._closed(lq)
+        return closed if closed is not None else self.admission.quota.index[lq.cluster_queue]
+
+    def _closed(self, lq: LocalQueue) -> str | None:
+        """Why no workload of ``lq`` is ever admitted (see :meth:`cluster_queue`), or None."""
+        if lq.stop_policy != STOP_NONE:
+            return f"LocalQueue {lq.ref} is stopped (stopPolicy {lq.stop_policy})"
+        cq = self.admission.quota.index[lq.cluster_queue]
+        policy = self.admission.cqs[cq].stop_policy
+        if policy != STOP_NONE:
+            return f"ClusterQueue {lq.cluster_queue!r} is stopped (stopPolicy {policy})"
+        if not self.admission.namespace_matches(cq, lq.namespace):
+            return (
+                f"ClusterQueue {lq.cluster_queue!r}'s namespaceSelector does not match "
+                f"namespace {lq.namespace!r} of LocalQueue {lq.ref}"
+            )
+        return None
 
     def _enter(
         self,
@@ -221,7 +285,10 @@ class AdmissionStage:
             level,
         )
         self._workloads[job] = wl
-        self.admission.submit(wl)
+        if self.queues is not None:
+            self.queues.submit(wl, now)
+        else:
+            self.admission.submit(wl)
         return None
 
     def _kind(self, cq: int, demand: Any) -> _Kind:
@@ -255,14 +322,24 @@ class AdmissionStage:
             self._requests.append(requests)
         return shape
 
-    def requeue(self, job: Any) -> None:
-        """An evicted job (now stopped) waits for admission again."""
-        self.admission.submit(self._workloads[job])
+    def requeue(self, job: Any, now: float) -> None:
+        """An evicted job, now stopped, waits for admission again (under Kueue's cycle its
+        quota is free only now: its pods have terminated)."""
+        wl = self._workloads[job]
+        if self.queues is not None:
+            self.queues.terminated(wl)
+            self._note(wl.cq, now)
+            self.queues.submit(wl, now)
+        else:
+            self.admission.submit(wl)
 
     def finish(self, job: Any, now: float) -> None:
         """An admitted job ended: its quota is free again."""
         wl = self._workloads.pop(job)
-        self.admission.release(wl)
+        if self.queues is not None:
+            self.queues.finished(wl)
+        else:
+            self.admission.release(wl)
         self.kueue.finished[wl.cq] += 1
         self._note(wl.cq, now)
 
@@ -280,33 +357,48 @@ class AdmissionStage:
         return self.admission.typed
 
     # ---- the stage ---------------------------------------------------------------------------
-    def run(self, now: float) -> list[Decision]:
-        """Admit what can be admitted at ``now``; evicted jobs must be stopped and then given
-        back with :meth:`requeue`."""
+    def run(self, now: float) -> Decisions:
+        """Admit what can be admitted at ``now`` (module docstring); evicted jobs must be
+        stopped and then given back with :meth:`requeue`. Under Kueue's cycle with a cycle
+        period, one cycle runs and :attr:`next_cycle` says when the next one is due (None:
+        this one made no progress, so the next waits for a change)."""
         if self._start is None:
             self._start = now
-        admissions = self.admission.schedule(now)
-        if not admissions:
-            return []
-        out: list[Decision] = []
-        note = self._note
-        waits = self.kueue.waits
-        requeued = self._requeued
-        # Noted once the round is over, so each note holds the queue's usage after it.
-        for wl, evictions in admissions:
-            note(wl.cq, now)
-            since = requeued.pop(wl.key, None) if requeued else None
-            waits[wl.cq].append(now - (wl.created if since is None else since))
-            if not evictions:
-                out.append(Decision(wl.key, ()))
-                continue
-            for ev in evictions:
-                self.preemptions[ev.workload.cq][ev.cause] += 1
-                self.kueue.preempt(wl.cq, ev.workload.cq, ev.reason)
-                requeued[ev.workload.key] = now
-                note(ev.workload.cq, now)
-            out.append(Decision(wl.key, tuple((ev.workload.key, ev.cause) for ev in evictions)))
-        return out
+        out = Decisions([], [])
+        if self.queues is None:
+            for wl, evictions in self.admission.schedule(now):
+                self._evicted(wl.cq, evictions, now, out)
+                self._admitted(wl, now, out)
+            return out
+        self.next_cycle = None
+        period = self.clock.cycle_period
+        while True:
+            result = self.queues.cycle(now)
+            for preemptor, evictions in result.preempting:
+                self._evicted(preemptor.cq, evictions, now, out)
+            for wl in result.admitted:
+                self._admitted(wl, now, out)
+            if not result.progress:
+                return out
+            if period > 0:
+                self.next_cycle = now + period
+                return out
+
+    def _admitted(self, wl: Workload, now: float, out: Decisions) -> None:
+        self._note(wl.cq, now)
+        since = self._requeued.pop(wl.key, None) if self._requeued else None
+        self.kueue.waits[wl.cq].append(now - (wl.created if since is None else since))
+        out.admitted.append(wl.key)
+
+    def _evicted(self, cq: int, evictions: Sequence[Eviction], now: float, out: Decisions) -> None:
+        """Count the evictions a workload of ``cq`` needed."""
+        for ev in evictions:
+            victim = ev.workload
+            self.preemptions[victim.cq][ev.cause] += 1
+            self.kueue.preempt(cq, victim.cq, ev.reason)
+            self._requeued[victim.key] = now
+            self._note(victim.cq, now)
+            out.evicted.append((victim.key, ev.cause))
 
     # ---- what the run reports ----------------------------------------------------------------
     def gpu_usage(self, cq: int) -> tuple[float, float, float]:

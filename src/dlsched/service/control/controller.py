@@ -406,7 +406,7 @@ class Controller:
             if seq in self._held:
                 self._stop(seq, now)
             else:
-                self.admission.requeue(seq)
+                self.admission.requeue(seq, now)
                 self._sched = None
         sched = self._sched
         for seq in admitted:

@@ -80,7 +80,7 @@ class LiveAdmission:
         if seq in self._admitted or seq in self._waiting:
             return None
         if seq in self._evicted:
-            self.requeue(seq)
+            self.requeue(seq, now)
             return None
         if queue is None:
             return "names no queue; this service admits jobs through the queues of --queues"
@@ -90,10 +90,11 @@ class LiveAdmission:
         return f"queue {queue}: {reason}" if reason is not None else None
 
     @_locked
-    def requeue(self, seq: int) -> None:
-        """Evicted job ``seq``, no longer running, waits for admission again."""
+    def requeue(self, seq: int, now: float) -> None:
+        """Evicted job ``seq``, no longer running, waits for admission again (its quota is
+        free from ``now``)."""
         self._evicted.discard(seq)
-        self.stage.requeue(seq)
+        self.stage.requeue(seq, now)
         self._waiting.add(seq)
 
     @_locked
@@ -128,14 +129,15 @@ class LiveAdmission:
         them (the caller stops those that run and :meth:`requeue`\\ s the others)."""
         admitted: list[int] = []
         evicted: list[int] = []
-        for decision in self.stage.run(now):
-            self._waiting.discard(decision.job)
-            self._admitted.add(decision.job)
-            admitted.append(decision.job)
-            for victim, _cause in decision.evicted:
-                self._admitted.discard(victim)
-                self._evicted.add(victim)
-                evicted.append(victim)
+        decisions = self.stage.run(now)
+        for seq in decisions.admitted:
+            self._waiting.discard(seq)
+            self._admitted.add(seq)
+            admitted.append(seq)
+        for victim, _cause in decisions.evicted:
+            self._admitted.discard(victim)
+            self._evicted.add(victim)
+            evicted.append(victim)
         self._usage = self._measure()
         self._kueue = exposition(self.stage)
         return admitted, evicted
@@ -150,7 +152,7 @@ class LiveAdmission:
         wl = self.stage.probe(queue, demand)
         if isinstance(wl, str):
             return {"admitted": False, "reason": f"queue {queue}: {wl}"}
-        found = self.stage.admission.dry_run(wl)
+        found = self.stage.dry_run(wl)
         return {
             "cluster_queue": self.stage.names[wl.cq],
             "admitted": found.admitted,
@@ -187,7 +189,7 @@ class LiveAdmission:
                     "nominal_gpus": nominal,
                     "used_gpus": used,
                     "borrowed_gpus": borrowed,
-                    "waiting": stage.admission.pending_count[cq],
+                    "waiting": sum(stage.pending(cq)),
                 }
             )
         return out
