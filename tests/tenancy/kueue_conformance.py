@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from dlsched.tenancy.admission import Admission, Workload
+from dlsched.tenancy.cycle import KueueQueues
 from dlsched.tenancy.errors import TenancyError
 from dlsched.tenancy.flavor_assignment import (
     BEST,
@@ -37,7 +38,13 @@ MODELLED_FEATURES: frozenset[str] = frozenset()
 """Feature gates a case may turn on and still run (none yet: each changes what Kueue does)."""
 GATES_WITHOUT_EFFECT = {
     "WorkloadRequestUseMergePatch": "how Kueue writes the Workload object, not what it decides",
+    "UnadmittedWorkloadsObservability": "which conditions and events Kueue writes for a "
+    "workload it did not admit, not what it decides (TestSchedule runs every case both ways)",
 }
+PARTIAL_ADMISSION = "PartialAdmission"
+"""A gate that changes a decision only for a workload with a pod set's ``minCount`` (Kueue
+tries fewer pods, scheduler.go getInitialAssignments, ``CanBePartiallyAdmitted``); on by
+default at the cited commit (Beta since 0.5). A case that sets it with no ``minCount`` runs."""
 
 
 class Refused(Exception):
@@ -231,11 +238,26 @@ def check_supported(case: Case) -> None:
     data = case.data
     if data.get("untranslated"):
         raise Refused(f"not modelled: {data['untranslated']}")
-    for gate, on in (data.get("features") or {}).items():
-        if gate in GATES_WITHOUT_EFFECT:
+    features = data.get("features") or {}
+    if features.get(PARTIAL_ADMISSION, True) and _has_min_count(data):
+        raise Refused(
+            "partial admission (PartialAdmission with a pod set's minCount: Kueue admits fewer "
+            "pods when all do not fit) is not modelled"
+        )
+    for gate, on in features.items():
+        if gate in GATES_WITHOUT_EFFECT or gate == PARTIAL_ADMISSION:
             continue
         if on and gate not in MODELLED_FEATURES:
             raise Refused(f"feature gate {gate} is not modelled")
+
+
+def _has_min_count(data: object) -> bool:
+    """Whether any pod set under ``data`` sets ``minCount``."""
+    if isinstance(data, Mapping):
+        return "minCount" in data or any(_has_min_count(v) for v in data.values())
+    if isinstance(data, list):
+        return any(_has_min_count(v) for v in data)
+    return False
 
 
 def sequence(specs: list[Mapping[str, Any]]) -> dict[str, int]:
@@ -451,3 +473,166 @@ def pod_constraints(spec: Mapping[str, Any]) -> tuple[PodConstraints, ...]:
         selector = tuple((str(k), str(v)) for k, v in (ps.get("nodeSelector") or {}).items())
         out.append(PodConstraints(selector, terms, tolerations))
     return tuple(out) if any(p != PodConstraints() for p in out) else ()
+
+
+@dataclass(frozen=True)
+class ScheduleOutcome:
+    """What one scheduling cycle leaves (FORMAT.md, ``kind: schedule``): every admitted
+    workload's ClusterQueue and flavor per resource kind, each ClusterQueue's workloads left
+    active and inadmissible (sorted, empty queues left out), the workloads preempted with
+    Kueue's reason."""
+
+    assignments: dict[str, tuple[str, dict[str, str]]]
+    left: dict[str, list[str]]
+    inadmissible: dict[str, list[str]]
+    preempted: dict[str, str]
+
+
+def _schedule_manifests(case: Case) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The case's objects as manifests, and the LocalQueues (``namespace/name``) left out
+    with why: Kueue keeps a LocalQueue of a missing ClusterQueue, and a ClusterQueue whose
+    flavor has no ResourceFlavor, inactive; dlsched's reader refuses both."""
+    data = case.data
+    cqs = [*case.objects.get("clusterQueues", []), *(data.get("additionalClusterQueues") or [])]
+    lqs = [*case.objects.get("localQueues", []), *(data.get("additionalLocalQueues") or [])]
+    inactive = {str(cq["name"]): str(cq["inactive"]) for cq in cqs if cq.get("inactive")}
+    active = [
+        {k: v for k, v in cq.items() if k != "inactive"} for cq in cqs if cq.get("inactive") is None
+    ]
+    names = {str(cq["name"]) for cq in active}
+    objects = {
+        "flavors": case.objects.get("flavors", []),
+        "clusterQueues": active,
+        "cohorts": data.get("cohorts") or [],
+    }
+    plain = Case(case.file, case.source, case.kind, case.fair_sharing, objects, data)
+    docs = [d for d in manifests(plain) if d["kind"] != "LocalQueue"]
+    left_out: dict[str, str] = {}
+    for lq in lqs:
+        ref, cq = f"{lq['namespace']}/{lq['name']}", str(lq["clusterQueue"])
+        if lq.get("inactive") or cq not in names:
+            why = lq.get("inactive") or (
+                f"its ClusterQueue {cq} is inactive: {inactive[cq]}"
+                if cq in inactive
+                else f"no ClusterQueue {cq}"
+            )
+            left_out[ref] = str(why)
+            continue
+        spec: dict[str, Any] = {"clusterQueue": cq}
+        if lq.get("stopPolicy"):
+            spec["stopPolicy"] = lq["stopPolicy"]
+        docs.append(
+            {
+                "apiVersion": API,
+                "kind": "LocalQueue",
+                "metadata": {"name": lq["name"], "namespace": lq["namespace"]},
+                "spec": spec,
+            }
+        )
+    for ns in case.objects.get("namespaces", []):
+        meta: dict[str, Any] = {"name": ns["name"]}
+        if ns.get("labels"):
+            meta["labels"] = dict(ns["labels"])
+        docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+    if data.get("enableFairSharing"):
+        docs.append(
+            {
+                "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+                "kind": "Configuration",
+                "fairSharing": {"enable": True},
+            }
+        )
+    return docs, left_out
+
+
+def _charged(spec: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
+    """An admitted workload's usage by kind (its admission's, which Kueue charges) and its
+    flavor per kind."""
+    pod_sets = []
+    for ps in spec["admission"]["podSets"]:
+        pod_sets.append({"count": 1, "assigned": ps.get("usage") or {}, "flavors": ps["flavors"]})
+    return _requests({"name": spec["name"], "podSets": pod_sets})
+
+
+def _kinds_of(adm: Admission, wl: Workload) -> dict[str, str]:
+    """An admitted workload's flavor per resource kind."""
+    names = adm.quota.fr_names
+    return {_kind(names[fr][1]): names[fr][0] for fr in wl.assignment or {}}
+
+
+def run_schedule(case: Case, where: Path) -> ScheduleOutcome:
+    """Set up the case's admitted workloads, submit its pending ones (each with its
+    namespace), run one :meth:`KueueQueues.cycle` and report what it left."""
+    check_supported(case)
+    docs, left_out = _schedule_manifests(case)
+    path = where / "queues.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    try:
+        tenancy = read_manifests(path)
+    except TenancyError as err:
+        raise Refused(f"manifests refused: {str(err).replace(str(path), path.name)}") from err
+    adm = Admission(tenancy)
+    specs = list(case.data.get("workloads") or [])
+    seq = sequence(specs)
+    admitted = [s for s in specs if s.get("admission")]
+    pending = [s for s in specs if not s.get("admission") and s.get("queue")]
+    for spec in sorted(admitted, key=lambda s: float(s.get("reservedAt") or 0)):
+        requests, flavors = _charged(spec)
+        cq = str(spec["admission"]["clusterQueue"])
+        if cq not in adm.quota.index:
+            raise Refused(f"{spec['name']}: admitted in ClusterQueue {cq}, which is not modelled")
+        wl = Workload(
+            f"{spec['namespace']}/{spec['name']}",
+            adm.quota.index[cq],
+            int(spec.get("priority") or 0),
+            created(spec),
+            seq[spec["name"]],
+            requests,
+            evicting=bool(spec.get("evicted")),
+        )
+        try:
+            adm.admit_with(wl, flavors, NOW + float(spec.get("reservedAt") or 0))
+        except ValueError as err:
+            raise Refused(f"{spec['name']}: {err}") from err
+    queues = KueueQueues(adm)
+    for spec in pending:
+        ref = f"{spec['namespace']}/{spec['queue']}"
+        if ref in left_out:
+            raise Refused(
+                f"{spec['name']}: LocalQueue {ref} is inactive in Kueue ({left_out[ref]}); "
+                "dlsched's reader refuses such manifests"
+            )
+        lq = tenancy.local_queues.get(ref)
+        if lq is None:
+            raise Refused(
+                f"{spec['name']}: no LocalQueue {ref}; dlsched refuses a job naming a LocalQueue "
+                "that does not exist (Kueue leaves its workload in no queue)"
+            )
+        requests, _ = _requests(spec, pods=True)
+        wl = Workload(
+            f"{spec['namespace']}/{spec['name']}",
+            adm.quota.index[lq.cluster_queue],
+            int(spec.get("priority") or 0),
+            created(spec),
+            seq[spec["name"]],
+            requests,
+        )
+        queues.submit(wl, NOW, namespace=str(spec["namespace"]))
+    result = queues.cycle(NOW)
+    names = adm.quota.cq_names
+    assignments = {
+        str(wl.key): (names[cq], _kinds_of(adm, wl))
+        for cq, workloads in enumerate(adm.admitted)
+        for wl in workloads
+    }
+
+    def dump(listing: Any) -> dict[str, list[str]]:
+        out = {}
+        for cq, name in enumerate(names):
+            keys = sorted(str(w.key) for w in listing(cq))
+            if keys:
+                out[name] = keys
+        return out
+
+    preempted = {str(e.workload.key): e.reason for _, evs in result.preempting for e in evs}
+    return ScheduleOutcome(assignments, dump(queues.active), dump(queues.inadmissible), preempted)

@@ -25,6 +25,7 @@ from tests.tenancy.kueue_conformance import (
     markdown_table,
     run_assignment,
     run_preemption,
+    run_schedule,
     sequence,
 )
 
@@ -44,6 +45,8 @@ def outcome(case: Case, where: Path) -> str:
             _check_ordering(case, where)
         elif case.kind == "assignment":
             _check_assignment(case, where)
+        elif case.kind == "schedule":
+            _check_schedule(case, where)
         else:
             raise AssertionError(f"unknown case kind {case.kind!r}")
     except Refused as why:
@@ -88,6 +91,41 @@ def _check_assignment(case: Case, where: Path) -> None:
         return
     assert borrows == bool(expect.get("borrowing")), (borrows, kinds)
     assert kinds == wanted, kinds
+
+
+def _check_schedule(case: Case, where: Path) -> None:
+    expect = case.data["expect"]
+    # Kueue's admission lists a resource asked with quantity 0 with no flavor, as dlsched.
+    zero = {
+        f"{w['namespace']}/{w['name']}": {
+            _kind(r)
+            for ps in w["podSets"]
+            for r, q in (ps.get("requests") or {}).items()
+            if parse_quantity(q, r) == 0
+        }
+        for w in case.data.get("workloads") or []
+    }
+    wanted: dict[str, tuple[str, dict[str, str]]] = {}
+    for ref, admission in (expect.get("assignments") or {}).items():
+        kinds: dict[str, str] = {}
+        for ps in admission["podSets"]:
+            for resource, flavor in (ps.get("flavors") or {}).items():
+                kind = _kind(resource)
+                if kind in zero.get(ref, set()):
+                    continue
+                if kinds.setdefault(kind, str(flavor)) != flavor:
+                    raise Refused(
+                        f"{ref}: pod sets take {resource} from different flavors (a dlsched "
+                        "workload holds each resource in one flavor)"
+                    )
+        wanted[ref] = (str(admission["clusterQueue"]), kinds)
+    got = run_schedule(case, where)
+    assert got.assignments == wanted, got
+    assert got.left == {k: sorted(v) for k, v in (expect.get("left") or {}).items()}, got
+    assert got.inadmissible == {
+        k: sorted(v) for k, v in (expect.get("inadmissible") or {}).items()
+    }, got
+    assert got.preempted == (expect.get("preempted") or {}), got
 
 
 def _check_ordering(case: Case, where: Path) -> None:

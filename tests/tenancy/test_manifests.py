@@ -12,7 +12,15 @@ import pytest
 
 from dlsched.tenancy.errors import TenancyError
 from dlsched.tenancy.manifests import read_manifests
-from dlsched.tenancy.model import ClusterQueue, Tenancy
+from dlsched.tenancy.model import (
+    HOLD,
+    HOLD_AND_DRAIN,
+    STOP_NONE,
+    ClusterQueue,
+    LabelRequirement,
+    LabelSelector,
+    Tenancy,
+)
 from dlsched.tenancy.quantity import parse_quantity
 from tests.tenancy.kueue_manifests import API, documents, write
 
@@ -243,9 +251,14 @@ FIELD_CASES: list[tuple[str, tuple[str, ...], str, Any, Getter | str]] = [
     ("ClusterQueue", BOTH, "namespaceSelector", {}, NO_EFFECT),
     ("ClusterQueue", BOTH, "namespaceSelector", {"matchLabels": {}, "matchExpressions": []},
      NO_EFFECT),
-    ("ClusterQueue", BOTH, "namespaceSelector", {"matchLabels": {"team": "a"}}, REFUSED),
+    ("ClusterQueue", BOTH, "namespaceSelector", {"matchLabels": {"team": "a"}},
+     lambda t: _cq_a(t).namespace_selector),
     ("ClusterQueue", BOTH, "namespaceSelector",
-     {"matchExpressions": [{"key": "team", "operator": "In", "values": ["a"]}]}, REFUSED),
+     {"matchExpressions": [{"key": "team", "operator": "In", "values": ["a"]}]},
+     lambda t: _cq_a(t).namespace_selector),
+    ("ClusterQueue", BOTH, "namespaceSelector", None, lambda t: _cq_a(t).namespace_selector),
+    ("ClusterQueue", BOTH, "namespaceSelector",
+     {"matchExpressions": [{"key": "team", "operator": "Gt", "values": ["1"]}]}, REFUSED),
     ("ClusterQueue", BOTH, "flavorFungibility", {"whenCanBorrow": "TryNextFlavor"},
      lambda t: _cq_a(t).fungibility),
     ("ClusterQueue", BOTH, "flavorFungibility", {"preference": "PreemptionOverBorrowing"},
@@ -258,8 +271,9 @@ FIELD_CASES: list[tuple[str, tuple[str, ...], str, Any, Getter | str]] = [
     ("ClusterQueue", BOTH, "admissionChecksStrategy", {"admissionChecks": [{"name": "prov"}]},
      REFUSED),
     ("ClusterQueue", BOTH, "stopPolicy", "None", NO_EFFECT),
-    ("ClusterQueue", BOTH, "stopPolicy", "Hold", REFUSED),
-    ("ClusterQueue", BOTH, "stopPolicy", "HoldAndDrain", REFUSED),
+    ("ClusterQueue", BOTH, "stopPolicy", "Hold", lambda t: _cq_a(t).stop_policy),
+    ("ClusterQueue", BOTH, "stopPolicy", "HoldAndDrain", lambda t: _cq_a(t).stop_policy),
+    ("ClusterQueue", BOTH, "stopPolicy", "Paused", REFUSED),
     ("ClusterQueue", BOTH, "fairSharing", {"weight": "2"}, lambda t: _cq_a(t).weight),
     ("ClusterQueue", BOTH, "admissionScope", {"admissionMode": "UsageBasedAdmissionFairSharing"},
      REFUSED),
@@ -273,8 +287,11 @@ FIELD_CASES: list[tuple[str, tuple[str, ...], str, Any, Getter | str]] = [
     ("LocalQueue", BOTH, "clusterQueue", "b",
      lambda t: t.local_queues["team-a/q"].cluster_queue),
     ("LocalQueue", BOTH, "stopPolicy", "None", NO_EFFECT),
-    ("LocalQueue", BOTH, "stopPolicy", "Hold", REFUSED),
-    ("LocalQueue", BOTH, "stopPolicy", "HoldAndDrain", REFUSED),
+    ("LocalQueue", BOTH, "stopPolicy", "Hold",
+     lambda t: t.local_queues["team-a/q"].stop_policy),
+    ("LocalQueue", BOTH, "stopPolicy", "HoldAndDrain",
+     lambda t: t.local_queues["team-a/q"].stop_policy),
+    ("LocalQueue", BOTH, "stopPolicy", "Paused", REFUSED),
     ("LocalQueue", BOTH, "fairSharing", {"weight": "2"}, REFUSED),
     ("WorkloadPriorityClass", BOTH, "value", 1000, lambda t: t.priority("p")),
     ("WorkloadPriorityClass", BOTH, "description", "for urgent jobs", NO_EFFECT),
@@ -542,3 +559,129 @@ def test_kueue_default_configuration_reads(tmp_path: Path) -> None:
         "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
     }
     assert read_manifests(write(tmp_path / "b.yaml", [*queues, config])).fair_sharing.enabled
+
+
+def _selector_docs(selector: object, *namespaces: dict[str, Any]) -> list[dict[str, Any]]:
+    spec: dict[str, Any] = {"resourceGroups": _group(nominalQuota=4)}
+    if selector is not ...:
+        spec["namespaceSelector"] = selector
+    return [FLAVOR, _cq(spec), *namespaces]
+
+
+def test_namespace_selector_is_read_with_kueue_nil_and_empty(tmp_path: Path) -> None:
+    selector = {
+        "matchLabels": {"dep": "eng"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["a", "b"]},
+            {"key": "tier", "operator": "NotIn", "values": ["c"]},
+            {"key": "team", "operator": "Exists"},
+            {"key": "legacy", "operator": "DoesNotExist"},
+        ],
+    }
+    read = read_manifests(write(tmp_path / "s.yaml", _selector_docs(selector)))
+    got = read.cluster_queues["a"].namespace_selector
+    assert got == LabelSelector(
+        {"dep": "eng"},
+        (
+            LabelRequirement("tier", "In", ("a", "b")),
+            LabelRequirement("tier", "NotIn", ("c",)),
+            LabelRequirement("team", "Exists"),
+            LabelRequirement("legacy", "DoesNotExist"),
+        ),
+    )
+    assert got.matches({"dep": "eng", "tier": "a", "team": "x"})
+    assert not got.matches({"dep": "eng", "tier": "c", "team": "x"})
+    assert not got.matches({"dep": "eng", "tier": "a"})
+    assert not got.matches({"dep": "eng", "tier": "a", "team": "x", "legacy": "1"})
+    # Kueue: a missing (nil) selector matches no namespace, {} every namespace.
+    missing = read_manifests(write(tmp_path / "m.yaml", _selector_docs(...)))
+    assert missing.cluster_queues["a"].namespace_selector is None
+    null = read_manifests(write(tmp_path / "n.yaml", _selector_docs(None)))
+    assert null.cluster_queues["a"].namespace_selector is None
+    empty = read_manifests(write(tmp_path / "e.yaml", _selector_docs({})))
+    assert empty.cluster_queues["a"].namespace_selector == LabelSelector()
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+         r"spec.namespaceSelector.matchExpressions\[0\].operator: expected one of In, NotIn, "
+         r"Exists, DoesNotExist, got 'Gt'"),
+        ({"matchExpressions": [{"key": "a", "operator": "In"}]},
+         r"matchExpressions\[0\].values: expected a non-empty list with operator In"),
+        ({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+         r"matchExpressions\[0\].values: expected no values with operator Exists"),
+        ({"matchExpressions": [{"operator": "Exists"}]},
+         r"matchExpressions\[0\].key: expected a non-empty name"),
+        ({"matchLabels": {"dep": 1}}, r"spec.namespaceSelector.matchLabels.dep: expected a "
+         r"string label value"),
+        ({"matchFields": {}}, r"spec.namespaceSelector.matchFields: not modelled"),
+    ],
+)  # fmt: skip
+def test_bad_namespace_selectors_are_refused(tmp_path: Path, selector: Any, message: str) -> None:
+    path = write(tmp_path / "bad.yaml", _selector_docs(selector))
+    with pytest.raises(TenancyError, match=message) as info:
+        read_manifests(path)
+    assert str(info.value).startswith(f"{path}: document 2 (ClusterQueue 'a'): ")
+
+
+def _ns(name: str, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **extra.pop("meta", {})}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta, **extra}
+
+
+def test_namespaces_and_their_labels_are_read(tmp_path: Path) -> None:
+    docs = _selector_docs(
+        {},
+        _ns("sales", meta={"labels": {"dep": "sales"}, "annotations": {"owner": "x"},
+                           "uid": "1", "resourceVersion": "7"},
+            spec={"finalizers": ["kubernetes"]}, status={"phase": "Active"}),
+        _ns("default"),
+    )  # fmt: skip
+    tenancy = read_manifests(write(tmp_path / "ns.yaml", docs))
+    assert tenancy.namespaces == {"sales": {"dep": "sales"}, "default": {}}
+    # Objects of other API groups are still skipped.
+    other = [*docs, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}]
+    assert read_manifests(write(tmp_path / "o.yaml", other)).namespaces == tenancy.namespaces
+
+
+@pytest.mark.parametrize(
+    ("namespace", "message"),
+    [
+        (_ns("a", meta={"deletionTimestamp": "2024-01-01T00:00:00Z"}),
+         r"document 3 \(Namespace 'a'\): metadata.deletionTimestamp: not modelled"),
+        (_ns("a", meta={"labels": {"dep": ["x"]}}),
+         r"document 3 \(Namespace 'a'\): metadata.labels.dep: expected a string label value"),
+        (_ns("a", spec={"finalizers": [], "other": 1}),
+         r"document 3 \(Namespace 'a'\): spec.other: not modelled"),
+        (_ns("a", extra=1), r"document 3 \(Namespace 'a'\): extra: not modelled"),
+        ({"apiVersion": "v1", "kind": "Namespace", "metadata": {}},
+         r"document 3 \(Namespace ''\): metadata.name: expected a non-empty name"),
+    ],
+)  # fmt: skip
+def test_bad_namespaces_are_refused(tmp_path: Path, namespace: Any, message: str) -> None:
+    path = write(tmp_path / "bad.yaml", _selector_docs({}, namespace))
+    with pytest.raises(TenancyError, match=message):
+        read_manifests(path)
+
+
+def test_namespace_defined_twice_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path / "twice.yaml", _selector_docs({}, _ns("a"), _ns("a")))
+    with pytest.raises(TenancyError, match=r"document 4 \(Namespace 'a'\): defined again"):
+        read_manifests(path)
+
+
+def test_stop_policies_are_read(tmp_path: Path) -> None:
+    docs = [
+        FLAVOR,
+        _cq({"stopPolicy": "HoldAndDrain", "resourceGroups": _group(nominalQuota=4)}),
+        {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": "q"},
+         "spec": {"clusterQueue": "a", "stopPolicy": "Hold"}},
+        {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": "r"},
+         "spec": {"clusterQueue": "a"}},
+    ]  # fmt: skip
+    tenancy = read_manifests(write(tmp_path / "stop.yaml", docs))
+    assert tenancy.cluster_queues["a"].stop_policy == HOLD_AND_DRAIN
+    assert tenancy.local_queues["default/q"].stop_policy == HOLD
+    assert tenancy.local_queues["default/r"].stop_policy == STOP_NONE

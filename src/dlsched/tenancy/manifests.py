@@ -2,31 +2,36 @@
 already apply (``kubectl apply -f``), into a validated :class:`~dlsched.tenancy.model.Tenancy`.
 
 Read kinds: ``ResourceFlavor``, ``ClusterQueue``, ``Cohort``, ``LocalQueue``,
-``WorkloadPriorityClass`` (``kueue.x-k8s.io``, v1beta1 and v1beta2 spellings) and Kueue's
-``Configuration`` (``config.kueue.x-k8s.io``, for ``fairSharing``). Documents of other API groups
-(Namespaces, Jobs, ...) are skipped. Every field of the read kinds is either modelled or refused
-at read time, never ignored: a field that changes admission and is not modelled is refused
-unless empty. A ResourceFlavor's ``nodeTaints`` and ``tolerations`` are modelled (a workload
-whose pods do not tolerate a NoSchedule/NoExecute taint does not get the flavor; trace jobs
-tolerate none). Refused: a ResourceFlavor's ``topologyName``;
-a ClusterQueue's non-empty ``namespaceSelector``, ``admissionChecks``,
-``admissionChecksStrategy``, ``concurrentAdmissionPolicy``, ``admissionScope`` other than
-``NoAdmissionFairSharing`` and ``stopPolicy`` other than ``None``; a LocalQueue's ``stopPolicy``
-other than ``None`` and its ``fairSharing``; the Configuration's ``admissionFairSharing``,
-``waitForPodsReady`` (when enabled), ``resources`` and ``featureGates``; two resources of one
-ClusterQueue or Cohort that count the same request (``nvidia.com/gpu`` and ``amd.com/gpu``); any
-unknown field. Accepted with no effect: a ``namespaceSelector`` of ``{}`` or none (dlsched sends
-jobs to LocalQueues by its queue map, not by namespace; Kueue reads a missing selector as
-matching no namespace, so write ``{}``), the Configuration's controller plumbing (webhook,
-metrics, leader election, client connection, ...) and its choice of which jobs and namespaces
-Kueue manages (every dlsched job names its LocalQueue), a WorkloadPriorityClass's
-``description``, objects' ``status``. Quotas on resources other than GPUs (any name ending in
-``gpu``), ``cpu``, ``memory`` and ``pods`` are accepted, each its own kind, and charge
-trace jobs nothing: Kueue charges a
-workload only what its pods request, and no trace job requests other resources. Every error is
-one line naming the file, the document (1-based, with its kind and name) and the field. Needs
-PyYAML (``pip install 'dlsched[tenancy]'``).
-"""
+``WorkloadPriorityClass`` (``kueue.x-k8s.io``, v1beta1 and v1beta2 spellings), Kueue's
+``Configuration`` (``config.kueue.x-k8s.io``, for ``fairSharing``) and ``Namespace`` (``v1``:
+its name and labels, into :attr:`Tenancy.namespaces`; other metadata that decides nothing,
+``annotations``, ``uid``, ..., and ``spec.finalizers`` are dropped, anything else refused).
+Documents of other API groups (Jobs, ...) are skipped. Every field of the read kinds is either
+modelled or refused at read time, never ignored: a field that changes admission and is not
+modelled is refused unless empty. A ResourceFlavor's ``nodeTaints`` and ``tolerations`` are
+modelled (a workload whose pods do not tolerate a NoSchedule/NoExecute taint does not get the
+flavor; trace jobs tolerate none). A ClusterQueue's ``namespaceSelector`` is read
+(``matchLabels``, ``matchExpressions`` with ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``;
+another operator is refused) with Kueue's meaning of a missing one: nil, matching no namespace
+(None in the model), while ``{}`` matches every namespace. It is checked for a workload that
+carries a namespace (:meth:`dlsched.tenancy.cycle.KueueQueues.submit` with ``namespace``);
+trace jobs reach their LocalQueue through the queue map and carry none, so no selector, nil,
+empty or not, makes them unadmittable. ``stopPolicy`` ``Hold`` and ``HoldAndDrain`` of a
+ClusterQueue or LocalQueue are read into the model (``None`` is the default). Refused: a
+ResourceFlavor's ``topologyName``; a ClusterQueue's ``admissionChecks``,
+``admissionChecksStrategy``, ``concurrentAdmissionPolicy`` and ``admissionScope`` other than
+``NoAdmissionFairSharing``; a LocalQueue's ``fairSharing``; the Configuration's
+``admissionFairSharing``, ``waitForPodsReady`` (when enabled), ``resources`` and
+``featureGates``; two resources of one ClusterQueue or Cohort that count the same request
+(``nvidia.com/gpu`` and ``amd.com/gpu``); any unknown field. Accepted with no effect: the
+Configuration's controller plumbing (webhook, metrics, leader election, client connection,
+...) and its choice of which jobs and namespaces Kueue manages (every dlsched job names its
+LocalQueue), a WorkloadPriorityClass's ``description``, objects' ``status``. Quotas on
+resources other than GPUs (any name ending in ``gpu``), ``cpu``, ``memory`` and ``pods`` are
+accepted, each its own kind, and charge trace jobs nothing: Kueue charges a workload only what
+its pods request, and no trace job requests other resources. Every error is one line naming
+the file, the document (1-based, with its kind and name) and the field. Needs PyYAML (``pip
+install 'dlsched[tenancy]'``)."""
 
 from __future__ import annotations
 
@@ -41,6 +46,8 @@ from dlsched.tenancy.model import (
     BORROW,
     BORROW_POLICIES,
     BORROWING_OVER_PREEMPTION,
+    HOLD,
+    HOLD_AND_DRAIN,
     LESS_THAN_INITIAL,
     LESS_THAN_OR_EQUAL_FINAL,
     MAY_STOP_SEARCH,
@@ -48,6 +55,7 @@ from dlsched.tenancy.model import (
     PREEMPT,
     PREEMPTION_OVER_BORROWING,
     RECLAIM_POLICIES,
+    STOP_NONE,
     STRICT_FIFO,
     TRY_NEXT_FLAVOR,
     WITHIN_CQ_POLICIES,
@@ -56,6 +64,8 @@ from dlsched.tenancy.model import (
     FairSharing,
     FlavorQuotas,
     Fungibility,
+    LabelRequirement,
+    LabelSelector,
     LocalQueue,
     Preemption,
     PriorityClass,
@@ -122,7 +132,19 @@ _CONFIG_INERT = {
     "multiKueue",
     "objectRetentionPolicies",
 }
-_STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
+_STOP_POLICIES = (STOP_NONE, HOLD, HOLD_AND_DRAIN)
+_NAMESPACE_METADATA = {
+    "name",
+    "labels",
+    "annotations",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+}
+"""A Namespace's metadata read (``name``, ``labels``) or dropped as deciding nothing; other
+metadata (``deletionTimestamp``, ``ownerReferences``, ...) is refused."""
 _STRATEGY_LISTS = (
     (LESS_THAN_OR_EQUAL_FINAL,),
     (LESS_THAN_INITIAL,),
@@ -195,13 +217,9 @@ def _refuse_set(doc: _Doc, data: Mapping[str, Any], field: str, refused: Mapping
             raise TenancyError(f"{doc.where}: {field}{key}: {why}; got {data[key]!r}")
 
 
-def _stop_policy(doc: _Doc, spec: Mapping[str, Any]) -> None:
-    policy = _choice(doc, spec.get("stopPolicy"), "spec.stopPolicy", _STOP_POLICIES, "None")
-    if policy != "None":
-        raise TenancyError(
-            f"{doc.where}: spec.stopPolicy: {policy} is not modelled (a stopped queue admits "
-            "nothing); only None is"
-        )
+def _stop_policy(doc: _Doc, spec: Mapping[str, Any]) -> str:
+    """A queue's ``stopPolicy``: ``None`` (Kueue's default), ``Hold`` or ``HoldAndDrain``."""
+    return _choice(doc, spec.get("stopPolicy"), "spec.stopPolicy", _STOP_POLICIES, STOP_NONE)
 
 
 def _alias(doc: _Doc, spec: Mapping[str, Any], old: str, new: str) -> object:
@@ -309,19 +327,53 @@ def _groups(doc: _Doc, spec: Mapping[str, Any], has_cohort: bool) -> tuple[Resou
     return tuple(groups)
 
 
-def _namespace_selector(doc: _Doc, spec: Mapping[str, Any]) -> None:
-    """Only a selector matching every namespace is modelled. None is read as ``{}``: dlsched
-    sends jobs to LocalQueues by its queue map, and every bundled or generated manifest writes
-    ``{}`` (Kueue itself reads a missing selector as matching no namespace)."""
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _labels(doc: _Doc, value: object, field: str) -> dict[str, str]:
+    """A Kubernetes label map (string keys and values)."""
+    out: dict[str, str] = {}
+    for key, val in _mapping(doc, value, field).items():
+        if not isinstance(key, str) or not key:
+            raise doc.fail(field, "label keys that are non-empty strings", key)
+        if not isinstance(val, str):
+            raise doc.fail(f"{field}.{key}", "a string label value", val)
+        out[key] = val
+    return out
+
+
+def _namespace_selector(doc: _Doc, spec: Mapping[str, Any]) -> LabelSelector | None:
+    """A ClusterQueue's ``namespaceSelector``: None when missing (Kueue's nil selector, which
+    matches no namespace), else its ``matchLabels`` and ``matchExpressions`` (``In``,
+    ``NotIn``, ``Exists``, ``DoesNotExist``); ``{}`` matches every namespace."""
     field = "spec.namespaceSelector"
-    selector = _mapping(doc, spec.get("namespaceSelector"), field)
+    if spec.get("namespaceSelector") is None:
+        return None
+    selector = _mapping(doc, spec["namespaceSelector"], field)
     _keys(doc, selector, field, {"matchLabels", "matchExpressions"})
-    if any(not _empty(v) for v in selector.values()):
-        raise TenancyError(
-            f"{doc.where}: {field}: only {{}} (every namespace) is modelled: dlsched sends "
-            f"jobs to LocalQueues by its queue map, not by namespace labels; got "
-            f"{dict(selector)!r}"
-        )
+    labels = _labels(doc, selector.get("matchLabels"), f"{field}.matchLabels")
+    requirements: list[LabelRequirement] = []
+    raw = _list(doc, selector.get("matchExpressions"), f"{field}.matchExpressions")
+    for i, item in enumerate(raw):
+        efield = f"{field}.matchExpressions[{i}]"
+        expr = _mapping(doc, item, efield)
+        _keys(doc, expr, efield, {"key", "operator", "values"})
+        key = _name(doc, expr.get("key"), f"{efield}.key")
+        operator = expr.get("operator")
+        if operator not in _SELECTOR_OPERATORS:
+            raise doc.fail(
+                f"{efield}.operator", "one of " + ", ".join(_SELECTOR_OPERATORS), operator
+            )
+        values = _list(doc, expr.get("values"), f"{efield}.values")
+        if any(not isinstance(v, str) for v in values):
+            raise doc.fail(f"{efield}.values", "a list of strings", values)
+        # Kubernetes' validation: In and NotIn need values, Exists and DoesNotExist take none.
+        if operator in ("In", "NotIn") and not values:
+            raise doc.fail(f"{efield}.values", f"a non-empty list with operator {operator}", values)
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise doc.fail(f"{efield}.values", f"no values with operator {operator}", values)
+        requirements.append(LabelRequirement(key, str(operator), tuple(values)))
+    return LabelSelector(labels, tuple(requirements))
 
 
 def _admission_scope(doc: _Doc, spec: Mapping[str, Any]) -> None:
@@ -390,8 +442,8 @@ def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueu
     }
     _keys(doc, spec, "spec", allowed)
     _refuse_set(doc, spec, "spec.", _CQ_REFUSED)
-    _stop_policy(doc, spec)
-    _namespace_selector(doc, spec)
+    stop_policy = _stop_policy(doc, spec)
+    namespace_selector = _namespace_selector(doc, spec)
     _admission_scope(doc, spec)
     cohort_raw = _alias(doc, spec, "cohort", "cohortName")
     cohort = None if cohort_raw in (None, "") else _name(doc, cohort_raw, "spec.cohort")
@@ -482,6 +534,8 @@ def _cluster_queue(doc: _Doc, name: str, spec: Mapping[str, Any]) -> ClusterQueu
         preemption,
         fungibility,
         _weight(doc, spec),
+        namespace_selector,
+        stop_policy,
     )
 
 
@@ -501,12 +555,16 @@ class _Builder:
         self.lqs: dict[str, LocalQueue] = {}
         self.pcs: dict[str, PriorityClass] = {}
         self.fair = FairSharing()
+        self.namespaces: dict[str, dict[str, str]] = {}
         self.where: dict[tuple[str, str], str] = {}
 
     def add(self, path: str, index: int, data: Mapping[str, Any]) -> None:
         api = str(data.get("apiVersion", ""))
         kind = str(data.get("kind", ""))
         group = api.split("/", 1)[0]
+        if api == "v1" and kind == "Namespace":
+            self._namespace_doc(path, index, data)
+            return
         if group not in (KUEUE_GROUP, CONFIG_GROUP):
             return
         meta = data.get("metadata") or {}
@@ -554,15 +612,34 @@ class _Builder:
         elif kind == "LocalQueue":
             _keys(doc, spec, "spec", {"clusterQueue", "stopPolicy", *_LQ_REFUSED})
             _refuse_set(doc, spec, "spec.", _LQ_REFUSED)
-            _stop_policy(doc, spec)
+            stop_policy = _stop_policy(doc, spec)
             cq = _name(doc, spec.get("clusterQueue"), "spec.clusterQueue")
-            lq = LocalQueue(self._namespace(doc, meta), name, cq)
+            lq = LocalQueue(self._namespace(doc, meta), name, cq, stop_policy)
             self.lqs[lq.ref] = lq
         else:
             value = data.get("value")
             if not isinstance(value, int) or isinstance(value, bool):
                 raise doc.fail("value", "an integer priority", value)
             self.pcs[name] = PriorityClass(name, value)
+
+    def _namespace_doc(self, path: str, index: int, data: Mapping[str, Any]) -> None:
+        """A ``Namespace``: its name and labels (which ClusterQueues' ``namespaceSelector``
+        match); other metadata that decides nothing is dropped, anything else refused."""
+        meta = data.get("metadata") or {}
+        name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+        doc = _Doc(path, index, "Namespace", name)
+        _keys(doc, data, "", _OBJECT_KEYS)
+        meta = _mapping(doc, data.get("metadata"), "metadata")
+        _keys(doc, meta, "metadata", _NAMESPACE_METADATA)
+        name = _name(doc, meta.get("name"), "metadata.name")
+        spec = _mapping(doc, data.get("spec"), "spec")
+        # spec.finalizers: how the namespace is deleted, not which queue admits its workloads.
+        _keys(doc, spec, "spec", {"finalizers"})
+        key = ("Namespace", name)
+        if key in self.where:
+            raise TenancyError(f"{doc.where}: defined again (first in {self.where[key]})")
+        self.where[key] = doc.where
+        self.namespaces[name] = _labels(doc, meta.get("labels"), "metadata.labels")
 
     @staticmethod
     def _namespace(doc: _Doc, meta: Mapping[str, Any]) -> str:
@@ -682,7 +759,16 @@ class _Builder:
                 )
         if not self.cqs:
             raise TenancyError(f"{source}: no ClusterQueue (kind ClusterQueue, {KUEUE_GROUP})")
-        return Tenancy(self.flavors, self.cqs, cohorts, self.lqs, self.pcs, self.fair, source)
+        return Tenancy(
+            self.flavors,
+            self.cqs,
+            cohorts,
+            self.lqs,
+            self.pcs,
+            self.fair,
+            source,
+            self.namespaces,
+        )
 
 
 def load_yaml_documents(path: Path) -> list[object]:
