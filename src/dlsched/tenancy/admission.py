@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from dlsched.cluster.spec import gpu_type_matches
 from dlsched.tenancy.classic_preemption import classic_targets
 from dlsched.tenancy.fair_preemption import fair_targets
-from dlsched.tenancy.flavor_assignment import FITS, Choice, Oracle, choose
+from dlsched.tenancy.flavor_assignment import FITS, Choice, Oracle, choose, lowest_fitting
 from dlsched.tenancy.model import (
     ANY,
     CPU,
@@ -1216,8 +1216,32 @@ class Admission:
     # ---- for Kueue's cycle (dlsched.tenancy.cycle) ---------------------------------------------
     def assignment(self, wl: Workload) -> _Assignment:
         """``wl``'s flavor assignment against the quota now (mode ``FIT``, ``PREEMPTS`` or
-        ``NO_FIT``, the flavor-resources it charges, whether it borrows, its flavors)."""
+        ``NO_FIT``, the flavor-resources it charges, whether it borrows, its flavors), as
+        Kueue's flavor assigner gives it: a request that needs preemption is ``PREEMPTS``
+        even where no policy allows any (Kueue's cycle tells those apart, the fixpoint's
+        fast path need not), and a resource its ClusterQueue has no quota for is ``NO_FIT``."""
+        covered = self._kinds[wl.cq]
+        if any(a > 0 and k not in covered and k != PODS for k, a in wl.requests.items()):
+            return _Assignment(NO_FIT, {}, False, ())
+        fast = wl.fast
+        if fast is not None:
+            found = fast.assign()
+            if found.mode == FIT:
+                return found
+            wl.fast = None
+            try:
+                return self._assign(wl)
+            finally:
+                wl.fast = fast
         return self._assign(wl)
+
+    def borrowing_level(self, wl: Workload, request: Mapping[int, float]) -> int:
+        """How high in its cohort tree ``wl`` borrows to take ``request`` now (0: within its
+        queue's nominal quota; Kueue's ``FindHeightOfLowestSubtreeThatFits``, the
+        ``Borrowing`` by which its cycle orders entries)."""
+        cq = wl.cq
+        levels = [lowest_fitting(self.quota, cq, fr, v)[0] for fr, v in request.items()]
+        return max(levels, default=0)
 
     def evictions_for(self, wl: Workload, a: _Assignment) -> list[Eviction]:
         """The preemption targets of ``wl`` under assignment ``a`` (none: no candidates)."""

@@ -10,8 +10,9 @@ cycles back to back. Each cycle, as modelled here:
 2. **Nomination.** Each head's flavor assignment is computed against the quota as the cycle
    found it (:mod:`dlsched.tenancy.flavor_assignment`), with its preemption targets when it
    needs preemption (:mod:`dlsched.tenancy.classic_preemption` or fair sharing's).
-3. **Order.** Heads that fit without borrowing come first, then higher priority, then older
-   (with fair sharing: lowest share first).
+3. **Order.** Heads that borrow less high in their cohort tree come first (those within
+   their nominal quota first of all), then higher priority, then older (with fair sharing:
+   lowest share first).
 4. **Processing**, in that order. No fit: requeued as ``NoFit``. Preemption with no
    candidates: requeued as ``PreemptionNoCandidates`` (a queue whose ``reclaimWithinCohort``
    is not ``Any`` then reserves the quota it could use, so that the entries after it in the
@@ -90,6 +91,7 @@ class _Entry:
     borrows: bool
     flavors: tuple[str, ...]
     targets: list[Eviction]
+    level: int = 0
     requeue: str = FAILED_AFTER_NOMINATION
 
 
@@ -285,7 +287,7 @@ class KueueQueues:
                 )
             )
         else:
-            entries.sort(key=lambda e: (e.borrows, -e.wl.priority, e.wl.created, e.wl.seq))
+            entries.sort(key=lambda e: (e.level, -e.wl.priority, e.wl.created, e.wl.seq))
         # Quota held for the rest of the cycle by entries not admitted (preemptors, deferred
         # fits, reservations), given back when the cycle ends.
         held: list[tuple[int, dict[int, float]]] = []
@@ -304,7 +306,10 @@ class KueueQueues:
         adm = self.admission
         a = adm.assignment(wl)
         targets = adm.evictions_for(wl, a) if a.mode == PREEMPTS else []
-        return _Entry(wl, a.mode, a.request, a.borrows, a.flavors, targets)
+        # Kueue's borrowing of a preempting entry is what it borrows once its targets are gone.
+        with _without(adm, dict.fromkeys(t.workload for t in targets)):
+            level = adm.borrowing_level(wl, a.request)
+        return _Entry(wl, a.mode, a.request, level > 0, a.flavors, targets, level)
 
     def _process(
         self,
