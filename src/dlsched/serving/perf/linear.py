@@ -40,12 +40,15 @@ class LinearIterationModel:
         decode_context: int,
     ) -> float:
         fixed = max(self.p0 if prefill_tokens else 0.0, self.d0 if decode_seqs else 0.0)
+        # Pairs without tokens, or context without requests, are no work.
+        pairs = prefill_pairs if prefill_tokens else 0.0
+        context = decode_context if decode_seqs else 0
         return (
             fixed
             + self.p1 * prefill_tokens
-            + self.p2 * prefill_pairs
+            + self.p2 * pairs
             + self.d1 * decode_seqs
-            + self.d2 * decode_context
+            + self.d2 * context
         )
 
     def prefill_time(self, point: PerfPoint) -> float:
