@@ -105,7 +105,7 @@ def fits() -> dict[str, Any]:
                 [m.p0, m.p1, m.p2, m.d0, m.d1, m.d2]
             )
             f = fit_interpolated(own)
-            curves = [f.tokens, f.decode] + ([f.batched] if f.batched else [])
+            curves = [f.tokens, f.decode, f.batching] + ([f.batched] if f.batched else [])
             times = [
                 f.iteration_time(t, t * (t + 1) / 2, n, b, b * 700)
                 for t, n, b in ((0, 0, 1), (100, 1, 0), (3000, 1, 5), (9000, 3, 70), (40000, 9, 0))

@@ -2,35 +2,44 @@
 interpolated between measured points, a fitted form beyond them.
 
 Prefill of ``n`` prompts (or chunks) holding ``T`` tokens with ``A`` attention pairs takes
-
-    ρ(n) · L(T) + c · A
+``L(T) + c·A`` for one prompt and ``max(L(T), ρ(n)·H(T)) + c·A`` for more:
 
 - ``c`` is the cost of one (query, key) pair, from the form ``a + b·T + c·T(T+1)/2`` fitted to
   the single-prompt measurements (capped so that the rest of every measured prompt still grows
   with its length);
-- ``L(T)``, the single-prompt prefill of ``T`` tokens without its attention, is a
+- ``L(T)``, the single-prompt prefill of ``T`` tokens less its attention, is a
   :class:`~dlsched.serving.perf.interpolate.ShapedCurve` through the measured prompt lengths
   shaped by ``a + b·T`` (refitted to them): exact at every measured length, the form corrected
-  by its neighbours' ratio in between, the form scaled by the nearest length's ratio beyond;
-- ``ρ(n)``, the batching overhead, is 1 for one prompt and, for ``n`` prompts, the measured
-  prefill of a batch of ``n`` over what ``L`` and ``c`` give for its tokens and pairs, one
-  knot per measured batch size, interpolated geometrically and held beyond the largest. The
-  measured batched prefills cost more than one prompt of as many tokens (the Splitwise table:
-  a batch of 16 prompts of 512 tokens takes 1.3–1.8x one prompt of 8,192), so they are kept
-  apart from single prompts; as batches were measured at one prompt length, the overhead is
-  a function of the count only.
+  by its neighbours' ratio in between, the form's marginal cost beyond;
+- ``ρ(n)``, the batching overhead, is 1 for one prompt and, at each measured batch size, the
+  measured prefill of the batch (less its attention) over ``L`` of its tokens, interpolated
+  geometrically and held beyond the largest. The measured batched prefills cost more than one
+  prompt of as many tokens (the Splitwise table: a batch of 16 prompts of 512 tokens takes
+  1.3–1.8x one prompt of 8,192 on most deployments), so they are kept apart from single
+  prompts. Batches were measured at one prompt length, so whether the overhead follows the
+  count or the tokens cannot be told from them; it is taken to follow the count (two prompts
+  of 4,096 tokens cost about what their tokens do, not what 16 prompts of 512 do);
+- ``H(T)``, the batched token curve, is the batches' measurements less their attention over
+  ``ρ`` of their count, through their batch tokens (and, for a batch of one, ``L``): equal to
+  ``L`` where ``ρ`` follows the measurements, it keeps a batch exact where the overhead falls
+  with the count (``ρ`` is pooled there to stay monotone) and measures the token curve beyond
+  the longest single prompt.
 
 A decode step of ``B`` requests holding ``K`` tokens of KV cache takes ``M(B) + e·K``: ``e``
-from the form ``d0 + d1·B + e·K`` fitted to every decode measurement, ``M`` a curve through the
-measured batch sizes (each knot the mean of its measurements less ``e·K``) shaped by
-``d0 + d1·B``. Single-request decodes vary by about 2% over a 40-fold range of context, with no
-trend beyond ``e``, so the context axis is the fitted term, not interpolated noise.
+from the form ``d0 + d1·B + e·K`` fitted to every decode measurement (capped so that the rest
+of each batch size's step still grows with the batch), ``M`` a curve through the measured
+batch sizes (each knot the mean of its measurements less ``e·K``) shaped by ``d0 + d1·B``.
+Single-request decodes vary by 2–10% over a 40-fold range of context with no trend beyond
+``e``, so the context axis is the fitted term, not interpolated noise.
 
 An iteration with both runs the weights through the GPUs once: its time is ``P + D −
 min(P, D, s)`` with ``s`` the smaller of the shortest prefill and the shortest decode step
-(their fixed cost), never less than either phase alone. Knots whose measurements fall as work
-grows are pooled (:func:`~dlsched.serving.perf.interpolate.isotonic`), so the model is
-non-decreasing in every argument; it is exact at every measured point the pooling leaves.
+(their fixed cost), never less than either phase alone; no measurement holds both, so this
+part is the form's, not the table's. Knots whose measurements fall as work grows are pooled
+(:func:`~dlsched.serving.perf.interpolate.isotonic`), and a batch is never cheaper than one
+prompt of its tokens, so the model is non-decreasing in every argument; it is exact at every
+measured point that pooling leaves (``bench/serving_perf.py`` prints the largest error at
+the points fitted to: 5–6% in each regime, all from measurements that fall as work grows).
 """
 
 from __future__ import annotations
@@ -47,11 +56,12 @@ from dlsched.serving.perf.model import chunk_pairs
 
 @dataclass(frozen=True)
 class InterpolatedIterationModel:
-    """One deployment's curves (seconds): ``tokens`` is ``L``, ``batching`` ``ρ``, ``decode``
-    ``M``; ``pair_s`` is ``c``, ``context_s`` ``e`` and ``shared_s`` ``s`` of the module
-    docstring."""
+    """One deployment's curves (seconds): ``tokens`` is ``L``, ``batching`` ``ρ``, ``batched``
+    ``H`` (None without batched measurements), ``decode`` ``M``; ``pair_s`` is ``c``,
+    ``context_s`` ``e`` and ``shared_s`` ``s`` of the module docstring."""
 
     tokens: ShapedCurve
+    batching: ShapedCurve
     batched: ShapedCurve | None
     pair_s: float
     decode: ShapedCurve
@@ -65,7 +75,7 @@ class InterpolatedIterationModel:
             return 0.0
         rest = self.tokens(tokens)
         if seqs > 1 and self.batched is not None:
-            rest = max(rest, self.batched(tokens))
+            rest = max(rest, self.batching(seqs) * self.batched(tokens))
         return rest + self.pair_s * pairs
 
     def decode_step_time(self, seqs: int, context: int) -> float:
@@ -93,10 +103,10 @@ def fit_interpolated(points: Sequence[PerfPoint]) -> InterpolatedIterationModel:
     """The model of one deployment's ``points``. ValueError without single-prompt (batch 1)
     measurements of at least two prompt lengths."""
     tokens, pair_s = _single_prefill(points)
-    batched = _batched_prefill(points, tokens, pair_s)
+    batching, batched = _batching(points, tokens, pair_s)
     decode, context_s = _decode(points)
     shared = min(tokens(1) + pair_s, decode(1) + context_s)
-    return InterpolatedIterationModel(tokens, batched, pair_s, decode, context_s, shared)
+    return InterpolatedIterationModel(tokens, batching, batched, pair_s, decode, context_s, shared)
 
 
 def _single_prefill(points: Sequence[PerfPoint]) -> tuple[ShapedCurve, float]:
@@ -130,32 +140,47 @@ def _single_prefill(points: Sequence[PerfPoint]) -> tuple[ShapedCurve, float]:
     return shaped_curve([float(t) for t in lengths], rest, fixed, per_token), pair_s
 
 
-def _batched_prefill(
+def _batching(
     points: Sequence[PerfPoint], tokens: ShapedCurve, pair_s: float
-) -> ShapedCurve | None:
+) -> tuple[ShapedCurve, ShapedCurve | None]:
+    """The batching overhead by count and the batched token curve it scales."""
+    batched = [p for p in points if p.batch > 1]
+    if not batched:
+        return shaped_curve([1.0], [1.0]), None
+    by_batch: dict[int, list[PerfPoint]] = defaultdict(list)
+    for p in batched:
+        by_batch[p.batch].append(p)
+    counts = sorted(by_batch)
+    overheads = [
+        _run_mean(by_batch[n], [_rest(p, pair_s) / tokens(n * p.prompt) for p in by_batch[n]])
+        for n in counts
+    ]
+    runs = [float(sum(p.runs for p in by_batch[n])) for n in counts]
+    # A batch is never cheaper than one prompt of as many tokens and pairs.
+    pooled = [max(1.0, r) for r in isotonic(overheads, runs)]
+    overhead = shaped_curve([1.0, *(float(n) for n in counts)], [1.0, *pooled])
+    # Where the overhead was pooled, the batches' own token curve keeps them exact.
     by_tokens: dict[int, list[PerfPoint]] = defaultdict(list)
-    for p in points:
-        if p.batch > 1:
-            by_tokens[p.batch * p.prompt].append(p)
-    if not by_tokens:
-        return None
+    for p in batched:
+        by_tokens[p.batch * p.prompt].append(p)
     totals = sorted(by_tokens)
     rest = [
-        _run_mean(
-            by_tokens[t],
-            [p.prefill_s - pair_s * p.batch * chunk_pairs(p.prompt, 0) for p in by_tokens[t]],
-        )
+        _run_mean(by_tokens[t], [_rest(p, pair_s) / overhead(p.batch) for p in by_tokens[t]])
         for t in totals
     ]
-    runs = [float(sum(p.runs for p in by_tokens[t])) for t in totals]
-    # A batch of one is a single prompt: the curve starts from the single prompts' at the
-    # batches' prompt length.
-    start = min(p.prompt for t in totals for p in by_tokens[t])
+    weights = [float(sum(p.runs for p in by_tokens[t])) for t in totals]
+    start = min(p.prompt for p in batched)
     if start < totals[0]:
-        totals, rest, runs = [start, *totals], [tokens(start), *rest], [1.0, *runs]
-    rest = isotonic(rest, runs)
+        # A batch of one is a single prompt.
+        totals, rest, weights = [start, *totals], [tokens(start), *rest], [1.0, *weights]
+    rest = isotonic(rest, weights)
     fixed, per_token = relative_nnls([[1.0, float(t)] for t in totals], rest)
-    return shaped_curve([float(t) for t in totals], rest, fixed, per_token)
+    return overhead, shaped_curve([float(t) for t in totals], rest, fixed, per_token)
+
+
+def _rest(point: PerfPoint, pair_s: float) -> float:
+    """``point``'s measured prefill less its attention pairs' cost."""
+    return point.prefill_s - pair_s * point.batch * chunk_pairs(point.prompt, 0)
 
 
 def _decode(points: Sequence[PerfPoint]) -> tuple[ShapedCurve, float]:
