@@ -7,11 +7,11 @@ NumPy dispatch levels and requires the same object from each: what a fit returns
 decision made from it, must not depend on the CPU.
 
 Cases: the Optimus PS-speed and loss-curve fits, the Pollux throughput fit of every bundled
-profile, the serving iteration-time fits, the elastic policies that use them on the first 40
-jobs of the bundled Pollux workload 6, the PS policies on a small PS workload, QSSF with the
-learned duration estimator, a synthetic Venus-like trace, a serving run and the CES power
-manager on the Helios Philly preset (about a minute in all); with ``--fits``, the fits only (a
-few seconds).
+profile, the serving iteration-time fits (linear and interpolated), the elastic policies that
+use them on the first 40 jobs of the bundled Pollux workload 6, the PS policies on a small PS
+workload, QSSF with the learned duration estimator, a synthetic Venus-like trace, a serving
+run and the CES power manager on the Helios Philly preset (about a minute in all); with
+``--fits``, the fits only (a few seconds).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.perf.optimus import fit_loss_curve, fit_ps_speed, loss_from_metric
 from dlsched.perf.pollux_fit import fit_pollux
 from dlsched.perf.profiles import APPLICATIONS, SOURCE_VARIANTS, load_profile
+from dlsched.serving.perf.interpolated import fit_interpolated
 from dlsched.serving.perf.linear import fit_linear
 from dlsched.serving.perf.measured import load_perf_points
 from dlsched.sim.config import SimConfig
@@ -102,6 +103,16 @@ def fits() -> dict[str, Any]:
             m = fit_linear(own)
             out[f"serving/{'/'.join(map(str, group))}"] = hexes(
                 [m.p0, m.p1, m.p2, m.d0, m.d1, m.d2]
+            )
+            f = fit_interpolated(own)
+            curves = [f.tokens, f.decode, f.batching] + ([f.batched] if f.batched else [])
+            times = [
+                f.iteration_time(t, t * (t + 1) / 2, n, b, b * 700)
+                for t, n, b in ((0, 0, 1), (100, 1, 0), (3000, 1, 5), (9000, 3, 70), (40000, 9, 0))
+            ]
+            out[f"serving-interpolated/{'/'.join(map(str, group))}"] = hexes(
+                [v for c in curves for v in (*c.ys, *c.ratios, *c.powers, c.fixed, c.slope)]
+                + [f.pair_s, f.context_s, f.shared_s, *times]
             )
     return out
 

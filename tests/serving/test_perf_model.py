@@ -89,13 +89,13 @@ def test_roofline_with_efficiencies_from_the_other_model_is_within_a_factor_of_t
 
 def test_iteration_time_grows_with_work_and_fitted_needs_measurements() -> None:
     model = deployment_model("llama2-70b", "a100-80gb", 8)
-    assert model.iteration_time(0, 0.0, 0, 0) == 0.0
-    decode = model.iteration_time(0, 0.0, 8, 8 * 1000)
-    assert model.iteration_time(0, 0.0, 16, 16 * 1000) > decode
-    mixed = model.iteration_time(512, 512 * 513 / 2, 8, 8 * 1000)
-    assert mixed > decode and mixed > model.iteration_time(512, 512 * 513 / 2, 0, 0)
+    assert model.iteration_time(0, 0.0, 0, 0, 0) == 0.0
+    decode = model.iteration_time(0, 0.0, 0, 8, 8 * 1000)
+    assert model.iteration_time(0, 0.0, 0, 16, 16 * 1000) > decode
+    mixed = model.iteration_time(512, 512 * 513 / 2, 1, 8, 8 * 1000)
+    assert mixed > decode and mixed > model.iteration_time(512, 512 * 513 / 2, 1, 0, 0)
     roof = deployment_model("llama2-70b", "h100-80gb", 4, "roofline")
-    assert roof.iteration_time(0, 0.0, 1, 100) > 0
+    assert roof.iteration_time(0, 0.0, 0, 1, 100) > 0
     with pytest.raises(ValueError, match="no measurements of llama2-70b on 1 x h100-80gb"):
         deployment_model("llama2-70b", "h100-80gb", 1)
     with pytest.raises(ValueError, match="unknown GPU 'v100'"):

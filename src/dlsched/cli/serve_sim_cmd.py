@@ -62,8 +62,9 @@ def serve_sim(
     perf_model: Annotated[
         str,
         typer.Option(
-            help=f"{PERF_MODELS[0]} (to the bundled measurements of this model, GPU and TP) or "
-            f"{PERF_MODELS[1]}."
+            help=f"{PERF_MODELS[0]} (the bundled measurements of this model, GPU and TP, "
+            f"interpolated), {PERF_MODELS[1]} (for a deployment without measurements) or "
+            f"{PERF_MODELS[2]} (one line per phase fitted to the measurements)."
         ),
     ] = "fitted",
     scheduler: Annotated[str, typer.Option(help=", ".join(SCHEDULERS) + ".")] = "continuous",

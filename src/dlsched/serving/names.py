@@ -9,6 +9,8 @@ STATELESS_ROUTERS = ("round-robin", "random")
 STATE_ROUTERS = ("least-outstanding-tokens", "kv-aware")
 """Routers that read the replicas' state as requests arrive."""
 ROUTERS = (*STATELESS_ROUTERS, *STATE_ROUTERS)
-PERF_MODELS = ("fitted", "roofline")
-"""``fitted``: the linear model fitted to the deployment's measurements (refused when it has
-none); ``roofline``: the analytic bound over efficiencies fitted to every measurement."""
+PERF_MODELS = ("fitted", "roofline", "linear")
+"""``fitted``: the deployment's measurements, interpolated between measured points and a fitted
+form beyond them (refused when it has none); ``roofline``: the analytic bound over efficiencies
+fitted to every measurement (for deployments without measurements); ``linear``: one straight
+line per phase fitted to the deployment's measurements (the model before, for comparison)."""

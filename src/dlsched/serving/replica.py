@@ -296,6 +296,7 @@ def iteration_steps(
         # (chunked), or are stalled by them only when a prefill iteration is chosen (plain).
         prefill_tokens = 0
         pairs = 0.0
+        seqs = 0  # prompts or chunks prefilled
         batch: list[int] = []
         if not chunked:
             while waiting and len(admitted) < max_seqs:
@@ -313,6 +314,7 @@ def iteration_steps(
                     continue
                 prefill_tokens += context
                 pairs += chunk_pairs(context, 0)
+                seqs += 1
                 batch.append(i)
         else:
             # Swapped requests come back before the decode step counts the blocks it needs.
@@ -344,6 +346,7 @@ def iteration_steps(
                 budget -= take
                 prefill_tokens += take
                 pairs += chunk_pairs(take, done)
+                seqs += 1
                 prefilling[i] = done + take
                 if done + take == context:
                     completed.append((i, context))
@@ -361,15 +364,16 @@ def iteration_steps(
                 budget -= take
                 prefill_tokens += take
                 pairs += chunk_pairs(take, 0)
+                seqs += 1
                 prefilling[i] = take
                 if take == context:
                     completed.append((i, context))
         if used > peak:
             peak = used
         if decode:
-            duration = step_time(prefill_tokens, pairs, ndec, sum_base + ndec * step)
+            duration = step_time(prefill_tokens, pairs, seqs, ndec, sum_base + ndec * step)
         else:
-            duration = step_time(prefill_tokens, pairs, 0, 0)
+            duration = step_time(prefill_tokens, pairs, seqs, 0, 0)
         duration += copying
         copying = 0.0
         now += duration
@@ -454,7 +458,7 @@ def _static(
             samples.add(now, index, size, len(waiting), blocks / total)
             next_sample = now + samples.every
         prefill = model.iteration_time(
-            size * longest_prompt, size * chunk_pairs(longest_prompt, 0), 0, 0
+            size * longest_prompt, size * chunk_pairs(longest_prompt, 0), size, 0, 0
         )
         now += prefill
         log.ran(index, prefill)
@@ -465,7 +469,7 @@ def _static(
             log.last_token[i] = now
         for k in range(1, longest_output):
             began = now
-            now += model.iteration_time(0, 0.0, size, size * (longest_prompt + k - 1))
+            now += model.iteration_time(0, 0.0, 0, size, size * (longest_prompt + k - 1))
             log.ran(index, now - began)
             emitting = [i for i in batch if outputs[i] > k]
             log.gap(now - began, len(emitting))

@@ -2,6 +2,8 @@
 both at once) as a function of what the batch holds.
 
 :class:`~dlsched.serving.perf.model.IterationModel` is what the replica simulator asks;
-:mod:`.linear` fits one to measured points, :mod:`.roofline` derives one from the model's
-shape and the GPU's peaks, :mod:`.evaluate` scores both on held-out measurements.
+:mod:`.interpolated` follows a deployment's measurements (exact where measured, interpolated
+between, fitted forms beyond: the ``fitted`` model), :mod:`.linear` fits one line per phase to
+them, :mod:`.roofline` derives a model from the model's shape and the GPU's peaks for
+deployments without measurements, :mod:`.evaluate` scores them on held-out measurements.
 """

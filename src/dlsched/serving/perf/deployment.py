@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dlsched.serving.hardware import gpu_spec, model_shape
 from dlsched.serving.names import PERF_MODELS
 from dlsched.serving.perf.evaluate import split_by_roofline
+from dlsched.serving.perf.interpolated import fit_interpolated
 from dlsched.serving.perf.linear import fit_linear
 from dlsched.serving.perf.measured import PerfPoint, load_perf_points
 from dlsched.serving.perf.model import IterationModel
@@ -22,9 +23,10 @@ def deployment_model(
     kind: str = "fitted",
     points: Sequence[PerfPoint] | None = None,
 ) -> IterationModel:
-    """The ``kind`` iteration model of ``model`` on ``tp`` x ``gpu``, from ``points`` (the
-    bundled measurements by default). ValueError for an unknown name, or for ``fitted``
-    without measurements of that deployment (naming the measured ones)."""
+    """The ``kind`` iteration model (:data:`~dlsched.serving.names.PERF_MODELS`) of ``model``
+    on ``tp`` x ``gpu``, from ``points`` (the bundled measurements by default). ValueError for
+    an unknown name, or for ``fitted`` or ``linear`` without measurements of that deployment
+    (naming the measured ones)."""
     shape, spec = model_shape(model), gpu_spec(gpu)
     if kind not in PERF_MODELS:
         raise ValueError(f"unknown performance model {kind!r}; expected one of {PERF_MODELS}")
@@ -38,4 +40,4 @@ def deployment_model(
             f"no measurements of {model} on {tp} x {gpu} to fit; measured: "
             f"{', '.join(measured)} (or use the roofline performance model)"
         )
-    return fit_linear(own)
+    return fit_linear(own) if kind == "linear" else fit_interpolated(own)

@@ -1,10 +1,12 @@
 """How well the serving performance models predict measurements they were not fitted to.
 
-Linear model: leave one batch size out — for each deployment (model, GPU, TP) and each batch
-size, fit to the deployment's other batch sizes and predict the held-out one. Roofline: the
-phase efficiencies are fitted to the other model's measurements only (leave one model out),
-as they would be for a model without measurements. Errors are relative: |predicted −
-measured| / measured.
+Leave one out (the fitted models): for each deployment (model, GPU, TP) and each measured
+point, fit to the deployment's other points and predict the held-out one, in three regimes —
+single-prompt prefill (batch-1 points), batched prefill (batch > 1) and decode (every point).
+Leave one batch size out (the linear model, as first reported): hold out every point of a
+batch size at once. Roofline: the phase efficiencies are fitted to the other model's
+measurements only (leave one model out), as they would be for a model without measurements.
+Errors are relative: |predicted − measured| / measured.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ from typing import TypeVar
 
 from dlsched.serving.perf.linear import fit_linear
 from dlsched.serving.perf.measured import PerfPoint
+from dlsched.serving.perf.model import IterationModel, chunk_pairs
 from dlsched.serving.perf.roofline import fit_efficiencies, roofline_for
 
 K = TypeVar("K")
+
+REGIMES = ("single prefill", "batched prefill", "decode")
+"""The regimes leave-one-out errors are reported by (:func:`regime_errors`)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,53 @@ def summarize(predictions: Sequence[Prediction]) -> ErrorSummary:
         statistics.median(dec),
         max(dec),
     )
+
+
+@dataclass(frozen=True)
+class RegimeSummary:
+    """Median and largest relative error over ``count`` predictions of one regime."""
+
+    count: int
+    median: float
+    worst: float
+
+
+def predict(model: IterationModel, point: PerfPoint) -> Prediction:
+    """``point``'s prefill (its batch at once) and mean decode step as ``model`` gives them."""
+    b = point.batch
+    prefill = model.iteration_time(b * point.prompt, b * chunk_pairs(point.prompt, 0), b, 0, 0)
+    decode = model.iteration_time(0, 0.0, 0, b, round(point.decode_context))
+    return Prediction(point, prefill, decode)
+
+
+def leave_one_out(
+    points: Sequence[PerfPoint], fit: Callable[[Sequence[PerfPoint]], IterationModel]
+) -> list[Prediction]:
+    """Every point predicted by ``fit`` of its deployment's other points."""
+    out: list[Prediction] = []
+    for group in _by(points, lambda p: p.group).values():
+        for i, point in enumerate(group):
+            out.append(predict(fit(group[:i] + group[i + 1 :]), point))
+    return out
+
+
+def regime_errors(predictions: Sequence[Prediction]) -> dict[str, list[float]]:
+    """The relative errors of ``predictions`` by regime (:data:`REGIMES`): the prefill of
+    batch-1 points, the prefill of batch > 1 points, the decode of every point."""
+    out: dict[str, list[float]] = {r: [] for r in REGIMES}
+    for p in predictions:
+        out[REGIMES[0] if p.point.batch == 1 else REGIMES[1]].append(p.prefill_error)
+        out[REGIMES[2]].append(p.decode_error)
+    return out
+
+
+def summarize_regimes(predictions: Sequence[Prediction]) -> dict[str, RegimeSummary]:
+    """Median and worst error of each regime that ``predictions`` hold."""
+    return {
+        regime: RegimeSummary(len(errors), statistics.median(errors), max(errors))
+        for regime, errors in regime_errors(predictions).items()
+        if errors
+    }
 
 
 def leave_one_batch_size_out(points: Sequence[PerfPoint]) -> list[Prediction]:

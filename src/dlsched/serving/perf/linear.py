@@ -21,7 +21,8 @@ from dlsched.serving.perf.model import chunk_pairs
 
 @dataclass(frozen=True)
 class LinearIterationModel:
-    """Coefficients in seconds (per token, per pair, per request) for one deployment."""
+    """Coefficients in seconds (per token, per pair, per request) for one deployment. The
+    number of prompts of a prefill is not a term: a batch costs what its tokens and pairs do."""
 
     p0: float
     p1: float
@@ -31,25 +32,33 @@ class LinearIterationModel:
     d2: float
 
     def iteration_time(
-        self, prefill_tokens: int, prefill_pairs: float, decode_seqs: int, decode_context: int
+        self,
+        prefill_tokens: int,
+        prefill_pairs: float,
+        prefill_seqs: int,
+        decode_seqs: int,
+        decode_context: int,
     ) -> float:
         fixed = max(self.p0 if prefill_tokens else 0.0, self.d0 if decode_seqs else 0.0)
+        # Pairs without tokens, or context without requests, are no work.
+        pairs = prefill_pairs if prefill_tokens else 0.0
+        context = decode_context if decode_seqs else 0
         return (
             fixed
             + self.p1 * prefill_tokens
-            + self.p2 * prefill_pairs
+            + self.p2 * pairs
             + self.d1 * decode_seqs
-            + self.d2 * decode_context
+            + self.d2 * context
         )
 
     def prefill_time(self, point: PerfPoint) -> float:
         """Predicted prefill of ``point``'s batch."""
         pairs = point.batch * chunk_pairs(point.prompt, 0)
-        return self.iteration_time(point.batch * point.prompt, pairs, 0, 0)
+        return self.iteration_time(point.batch * point.prompt, pairs, point.batch, 0, 0)
 
     def decode_time(self, point: PerfPoint) -> float:
         """Predicted mean decode iteration of ``point``'s batch."""
-        return self.iteration_time(0, 0.0, point.batch, round(point.decode_context))
+        return self.iteration_time(0, 0.0, 0, point.batch, round(point.decode_context))
 
 
 def fit_linear(points: Sequence[PerfPoint]) -> LinearIterationModel:

@@ -21,7 +21,8 @@ from dlsched.serving.perf.model import chunk_pairs
 @dataclass(frozen=True)
 class RooflineModel:
     """The bound of ``model`` on ``tp`` x ``gpu`` divided by the phase's efficiency (the
-    prefill's when the iteration has prompt tokens, the decode's otherwise)."""
+    prefill's when the iteration has prompt tokens, the decode's otherwise). The number of
+    prompts of a prefill does not change the FLOPs or bytes, so it is not read."""
 
     model: ModelShape
     gpu: GpuSpec
@@ -46,7 +47,12 @@ class RooflineModel:
         )
 
     def iteration_time(
-        self, prefill_tokens: int, prefill_pairs: float, decode_seqs: int, decode_context: int
+        self,
+        prefill_tokens: int,
+        prefill_pairs: float,
+        prefill_seqs: int,
+        decode_seqs: int,
+        decode_context: int,
     ) -> float:
         efficiency = self.prefill_efficiency if prefill_tokens else self.decode_efficiency
         return self.bound(prefill_tokens, prefill_pairs, decode_seqs, decode_context) / efficiency
@@ -54,11 +60,11 @@ class RooflineModel:
     def prefill_time(self, point: PerfPoint) -> float:
         """Predicted prefill of ``point``'s batch."""
         pairs = point.batch * chunk_pairs(point.prompt, 0)
-        return self.iteration_time(point.batch * point.prompt, pairs, 0, 0)
+        return self.iteration_time(point.batch * point.prompt, pairs, point.batch, 0, 0)
 
     def decode_time(self, point: PerfPoint) -> float:
         """Predicted mean decode iteration of ``point``'s batch."""
-        return self.iteration_time(0, 0.0, point.batch, round(point.decode_context))
+        return self.iteration_time(0, 0.0, 0, point.batch, round(point.decode_context))
 
 
 def roofline_for(point: PerfPoint, prefill: float = 1.0, decode: float = 1.0) -> RooflineModel:
