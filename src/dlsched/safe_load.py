@@ -271,7 +271,8 @@ def _bracket_depth(text: str, strings: re.Pattern[str]) -> int:
 
 
 _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-_TOML_TOKENS = re.compile(
+# TOML's strings and comments (so that brackets inside them are not counted) and brackets.
+TOML_TOKENS = re.compile(
     r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]',
     re.DOTALL,
 )
@@ -301,7 +302,7 @@ def load_toml(text: str, source: str) -> dict[str, Any]:
     for invalid TOML, a line longer than :data:`MAX_LINE_CHARS`, a number out of bounds
     (``nan``, ``inf``, ``1e400``, 101 digits), or nesting deeper than :data:`MAX_NESTING`."""
     check_lines(text, source)
-    if _bracket_depth(text, _TOML_TOKENS) > MAX_NESTING:
+    if _bracket_depth(text, TOML_TOKENS) > MAX_NESTING:
         raise InputError(source, f"nested deeper than {MAX_NESTING} levels")
     try:
         data = tomllib.loads(text, parse_float=_float_hook)
