@@ -33,6 +33,21 @@ def private_dir(path: Path) -> None:
         directory.mkdir(mode=0o700, exist_ok=True)
 
 
+def write_private(path: Path, text: str) -> None:
+    """Replace file ``path`` by one holding ``text``, atomically, readable by its owner only
+    (mode 0600 whatever the umask; the directory must exist)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    os.replace(tmp, path)
+
+
 def open_log(path: Path) -> int:
     """A file descriptor appending to a job's log ``path`` (created with mode 0600: job
     output may hold secrets)."""
