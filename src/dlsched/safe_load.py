@@ -215,10 +215,13 @@ def _field(path: tuple[str | int, ...]) -> str:
     return out or "(top level)"
 
 
-def check_value(value: object, source: str, line: int | None = None) -> None:
+def check_value(
+    value: object, source: str, line: int | None = None, *, non_finite: bool = False
+) -> None:
     """:class:`InputError` naming the field (``a.b[2]``) of the first refused number in
-    ``value`` (see :func:`value_problem`) or the first place nested deeper than
-    :data:`MAX_NESTING`. Iterative: a deep value cannot exhaust the stack."""
+    ``value`` (see :func:`value_problem`; NaN and infinities pass with ``non_finite``) or
+    the first place nested deeper than :data:`MAX_NESTING`. Iterative: a deep value cannot
+    exhaust the stack."""
     stack: list[tuple[tuple[str | int, ...], object]] = [((), value)]
     while stack:
         path, item = stack.pop()
@@ -229,6 +232,8 @@ def check_value(value: object, source: str, line: int | None = None) -> None:
                 )
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             stack.extend(((*path, k), v) for k, v in reversed(list(pairs)))
+            continue
+        if non_finite and isinstance(item, float):
             continue
         problem = value_problem(item)
         if problem is not None:
@@ -278,22 +283,27 @@ TOML_TOKENS = re.compile(
 )
 
 
-def load_json(text: str, source: str, line: int | None = None) -> Any:
+def load_json(text: str, source: str, line: int | None = None, *, non_finite: bool = False) -> Any:
     """The JSON value of ``text`` (a file's text, or one line of a JSON-lines file: then
     ``line`` is its number); :class:`InputError` for invalid JSON, NaN or infinities, a
-    number out of bounds or nesting deeper than :data:`MAX_NESTING`, naming the field."""
+    number out of bounds or nesting deeper than :data:`MAX_NESTING`, naming the field.
+    ``non_finite`` accepts NaN and infinities (dlsched's own summaries write NaN for a mean
+    of nothing); the other bounds still hold."""
     if _bracket_depth(text, _JSON_TOKENS) > MAX_NESTING:
         raise InputError(source, f"nested deeper than {MAX_NESTING} levels", line)
     try:
         value = json.loads(
-            text, parse_float=_float_hook, parse_int=_int_hook, parse_constant=_constant_hook
+            text,
+            parse_float=float if non_finite else _float_hook,
+            parse_int=_int_hook,
+            parse_constant=float if non_finite else _constant_hook,
         )
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
         raise InputError(source, f"not JSON: {exc.msg} at column {exc.colno}", where) from None
     except RecursionError:
         raise InputError(source, f"nested deeper than {MAX_NESTING} levels", line) from None
-    check_value(value, source, line)
+    check_value(value, source, line, non_finite=non_finite)
     return value
 
 
