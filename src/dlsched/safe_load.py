@@ -364,6 +364,31 @@ def _scan_yaml_events(yaml: Any, loader: type, text: str, source: str) -> None:
             depth -= 1
 
 
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _scalar_problem(node: Any) -> str | None:
+    """Why the YAML number scalar ``node`` is refused (None: it is not), before it is
+    converted: too long, non-finite, or an integer beyond :data:`MAX_INTEGER`."""
+    text = str(node.value)
+    problem = number_problem(text)
+    if problem is not None:
+        return problem
+    if node.tag == _NUMBER_TAGS[1]:
+        lowered = text.lower()
+        if "inf" in lowered or "nan" in lowered:
+            return f"expected a finite number, got {shown(text)}"
+        try:
+            value = float(lowered.replace("_", ""))
+        except ValueError:  # a sexagesimal 1:30.5, which PyYAML converts itself
+            return None
+        return None if math.isfinite(value) else f"expected a finite number, got {shown(text)}"
+    digits = text.lstrip("+-").replace("_", "")
+    if digits.isdigit() and not digits.startswith("0") and abs(int(digits)) > MAX_INTEGER:
+        return f"an integer beyond {MAX_INTEGER:,} (64 bits)"
+    return None
+
+
 def _strict_loader(yaml: Any, source: str) -> type:
     """A safe loader (libyaml's when available) that refuses duplicate keys and numbers out
     of bounds, naming the line."""
@@ -375,7 +400,7 @@ def _strict_loader(yaml: Any, source: str) -> type:
     class StrictLoader(base):  # type: ignore[misc, valid-type]
         def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             seen: set[Any] = set()
-            for key_node, _ in node.value:
+            for key_node, value_node in node.value:
                 key = self.construct_object(key_node, deep=True)
                 try:
                     fresh = key not in seen
@@ -384,26 +409,28 @@ def _strict_loader(yaml: Any, source: str) -> type:
                 if not fresh:
                     raise fail(key_node, "duplicate key (given twice in one mapping)", str(key))
                 seen.add(key)
+                if value_node.tag in _NUMBER_TAGS:
+                    problem = _scalar_problem(value_node)
+                    if problem is not None:
+                        raise fail(value_node, problem, str(key))
             result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
             return result
 
         def construct_yaml_int(self, node: Any) -> int:
-            problem = number_problem(str(node.value))
+            problem = _scalar_problem(node)
             if problem is not None:
                 raise fail(node, problem)
             value: int = super().construct_yaml_int(node)
-            problem = value_problem(value)
+            problem = value_problem(value)  # 0x..., 0o..., 1:30: bounded once converted
             if problem is not None:
                 raise fail(node, problem)
             return value
 
         def construct_yaml_float(self, node: Any) -> float:
-            problem = number_problem(str(node.value))
+            problem = _scalar_problem(node)
             if problem is not None:
                 raise fail(node, problem)
             value: float = super().construct_yaml_float(node)
-            if not math.isfinite(value):
-                raise fail(node, f"expected a finite number, got {shown(str(node.value))}")
             return value
 
     StrictLoader.add_constructor(
