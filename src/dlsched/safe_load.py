@@ -208,10 +208,23 @@ class _Refused:
     reason: str
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_./-]{1,64}")
+
+
+def key_text(key: object) -> str:
+    """A key as a message shows it: as written when plain, else quoted and cut (a key may
+    hold line breaks or be megabytes long)."""
+    text = str(key)
+    return text if _PLAIN_KEY.fullmatch(text) else shown(text)
+
+
 def _field(path: tuple[str | int, ...]) -> str:
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{key_text(part)}" if out else key_text(part)
     return out or "(top level)"
 
 
@@ -407,12 +420,12 @@ def _strict_loader(yaml: Any, source: str) -> type:
                 except TypeError:
                     raise fail(key_node, "a mapping key must be a scalar") from None
                 if not fresh:
-                    raise fail(key_node, "duplicate key (given twice in one mapping)", str(key))
+                    raise fail(key_node, "duplicate key (given twice in a mapping)", key_text(key))
                 seen.add(key)
                 if value_node.tag in _NUMBER_TAGS:
                     problem = _scalar_problem(value_node)
                     if problem is not None:
-                        raise fail(value_node, problem, str(key))
+                        raise fail(value_node, problem, key_text(key))
             result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
             return result
 
