@@ -1,5 +1,6 @@
 """Safe loaders for the files dlsched reads (YAML, TOML, JSON, JSON lines, CSV lines) and the
-limits they enforce, stated here once (documented in ``docs/reference/input-limits.md``).
+limits they enforce, stated here once (documented in ``docs/reference/simulate.md``,
+*Input limits*).
 
 A hostile or broken file must fail fast with one line naming the file, the line (or document)
 and the field, never hang, exhaust memory or end in a traceback. Every loader here therefore:
