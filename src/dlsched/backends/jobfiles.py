@@ -4,15 +4,17 @@ file per request, written by the job's wrapper so the code survives a driver res
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from dlsched.backends.base import Backend
+from dlsched.safe_load import load_json, read_text
 
 LOG_NAME = "log.txt"
 STATUS_NAME = "status.json"
+STATUS_MAX_BYTES = 2**20
+"""Largest status file a job may write that the back end reads."""
 CHECKPOINT_NAME = "checkpoint"
 INSTANCE_VAR = "DLSCHED_INSTANCE"
 REQUEST_VAR = "DLSCHED_REQUEST_ID"
@@ -91,7 +93,9 @@ class FileBackedBackend(Backend):
     def _status(self, job_id: str) -> dict[str, Any] | None:
         """The job's last status report, or None when absent or not a JSON object."""
         try:
-            data = json.loads((self.workdir(job_id) / STATUS_NAME).read_text())
+            path = self.workdir(job_id) / STATUS_NAME
+            # A job writes this file: read it bounded (size, nesting, numbers).
+            data = load_json(read_text(path, STATUS_MAX_BYTES), str(path), non_finite=True)
         except (FileNotFoundError, ValueError, OSError):
             return None
         return data if isinstance(data, dict) else None
