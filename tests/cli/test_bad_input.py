@@ -302,7 +302,7 @@ def test_compare_names_a_directory_that_is_not_a_run(tmp_path: Path, small_run: 
     (broken / "summary.json").write_text("{not json")
     result = invoke("compare", small_run, broken)
     assert result.exit_code == 2
-    assert f"{broken / 'summary.json'}: invalid JSON" in result.stderr
+    assert f"{broken / 'summary.json'}:1: not JSON" in result.stderr
 
 
 # ---- replacing a run -----------------------------------------------------------------------

@@ -97,7 +97,7 @@ GROUP0 = 'name = "c"\n[[nodes]]\ncount = 1\ngpus = 8\n'
         (GROUP0 + "[[nodes]]\ngpus = 2\n", ["nodes[1].count", "missing"]),
         (GROUP0 + "[[nodes]]\ncount = 1\ngpus = -1\n", ["nodes[1].gpus", "-1"]),
         (GROUP0 + "cpus = -2\n", ["nodes[0].cpus", "finite number >= 0"]),
-        (GROUP0 + "cpus = nan\n", ["nodes[0].cpus", "finite number >= 0"]),
+        (GROUP0 + "cpus = nan\n", ["nodes[0].cpus", "expected a finite number"]),
         (GROUP0 + 'memory_mib = "1G"\n', ["nodes[0].memory_mib", "MiB"]),
         (GROUP0 + 'gpu_type = "V100|T4"\n', ["nodes[0].gpu_type", "without '|'"]),
         (GROUP0 + 'gpu_type = ""\n', ["nodes[0].gpu_type", "non-empty"]),

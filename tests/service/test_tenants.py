@@ -162,7 +162,7 @@ def test_the_event_log_records_who_asked(api: tuple[TestClient, Harness]) -> Non
         (TOKENS.replace('["qa"]', '"qa"'), 0o600, "tenants.team-a.queues: expected a list"),
         (TOKENS.replace('queues = ["qa"]', ""), 0o600, "tenants.team-a.queues: required"),
         (TOKENS.replace('queues = ["qa"]', 'queue = ["qa"]'), 0o600, "team-a.queue: unknown key"),
-        ("admin_token = ", 0o600, "not a TOML token file"),
+        ("admin_token = ", 0o600, "not valid TOML"),
     ],
 )
 def test_bad_token_files_are_refused_naming_file_and_field(

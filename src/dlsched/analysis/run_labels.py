@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlsched.safe_load import InputError, load_json, read_text
+
 FIELD_ORDER = ("policy", "kind_policies", "placement", "queues", "trace", "cluster", "seed")
 """Fields shown first, in this order (a prefix covers its subfields: ``kind_policies.ps``)."""
 ABSENT = "n/a"
@@ -50,9 +52,9 @@ def read_config(run: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"{path}: missing; a run directory holds config.json")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: invalid JSON: {exc}") from None
+        data = load_json(read_text(path), str(path), non_finite=True)
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return data

@@ -4,15 +4,17 @@ file per request, written by the job's wrapper so the code survives a driver res
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from dlsched.backends.base import Backend
+from dlsched.safe_load import load_json, read_text
 
 LOG_NAME = "log.txt"
 STATUS_NAME = "status.json"
+STATUS_MAX_BYTES = 2**20
+"""Largest status file a job may write that the back end reads."""
 CHECKPOINT_NAME = "checkpoint"
 INSTANCE_VAR = "DLSCHED_INSTANCE"
 REQUEST_VAR = "DLSCHED_REQUEST_ID"
@@ -31,6 +33,21 @@ def private_dir(path: Path) -> None:
         path = path.parent
     for directory in reversed(missing):
         directory.mkdir(mode=0o700, exist_ok=True)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace file ``path`` by one holding ``text``, atomically, readable by its owner only
+    (mode 0600 whatever the umask; the directory must exist)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    os.replace(tmp, path)
 
 
 def open_log(path: Path) -> int:
@@ -76,7 +93,9 @@ class FileBackedBackend(Backend):
     def _status(self, job_id: str) -> dict[str, Any] | None:
         """The job's last status report, or None when absent or not a JSON object."""
         try:
-            data = json.loads((self.workdir(job_id) / STATUS_NAME).read_text())
+            path = self.workdir(job_id) / STATUS_NAME
+            # A job writes this file: read it bounded (size, nesting, numbers).
+            data = load_json(read_text(path, STATUS_MAX_BYTES), str(path), non_finite=True)
         except (FileNotFoundError, ValueError, OSError):
             return None
         return data if isinstance(data, dict) else None

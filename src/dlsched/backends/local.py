@@ -50,8 +50,10 @@ from dlsched.backends.procfs import is_alive, marked_processes, read_stat
 
 # $1: exit-code file; the rest: the job's command. The TERM/INT trap only keeps the wrapper
 # alive to record the code; the job itself gets the default dispositions back on exec.
+# umask 077 only after the job: the exit file is private (0600), the job's own files are not
+# the wrapper's to decide.
 _WRAPPER = (
-    'trap : TERM INT; f=$1; shift; "$@"; rc=$?; '
+    'trap : TERM INT; f=$1; shift; "$@"; rc=$?; umask 077; '
     'printf "%s\\n" "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$rc"'
 )
 

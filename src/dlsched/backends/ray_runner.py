@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from dlsched.backends.jobfiles import open_log, private_dir
+from dlsched.backends.jobfiles import open_log, private_dir, write_private
 
 NODE_RESOURCE_PREFIX = "dlsched-node:"
 """A Ray node that dlsched knows as ``n`` declares the custom resource ``dlsched-node:n``
@@ -79,10 +79,8 @@ def own_node_name(planned: str) -> str:
 
 
 def write_exit_code(path: Path, code: int) -> None:
-    """Record ``code`` in ``path`` atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"{code}\n")
-    os.replace(tmp, path)
+    """Record ``code`` in ``path`` atomically (mode 0600)."""
+    write_private(path, f"{code}\n")
 
 
 class GpuHolder:

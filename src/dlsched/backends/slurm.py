@@ -71,6 +71,7 @@ from dlsched.backends.jobfiles import (
     STATUS_NAME,
     FileBackedBackend,
     private_dir,
+    write_private,
 )
 from dlsched.backends.slurm_cli import (
     QueuedJob,
@@ -105,8 +106,10 @@ NODE_LOSS_MARGIN_S = 10.0
 
 # $1: exit-code file; the rest: the job's command. The trap only keeps the wrapper alive to
 # record the code; the job gets the default dispositions back when the shell runs it.
+# umask 077 only after the job: the exit file is private (0600), the job's own files are not
+# the wrapper's to decide.
 _WRAPPER = (
-    'trap : TERM INT; f=$1; shift; "$@"; rc=$?; '
+    'trap : TERM INT; f=$1; shift; "$@"; rc=$?; umask 077; '
     'printf "%s\\n" "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$rc"'
 )
 
@@ -302,9 +305,7 @@ class SlurmBackend(FileBackedBackend):
         script = self.root / "scripts" / f"{rid}.sh"
         try:
             private_dir(workdir / CHECKPOINT_NAME)
-            tmp = script.with_name(script.name + ".tmp")
-            tmp.write_text(self._script(request))
-            tmp.replace(script)
+            write_private(script, self._script(request))
         except OSError as exc:
             self._failed_launch(request, str(exc))
             return

@@ -14,6 +14,12 @@ MAX_GPUS_PER_NODE = 1024
 """GPUs in one node."""
 MAX_TOTAL_GPUS = 1_000_000
 """GPUs in one cluster."""
+MAX_GROUPS = 10_000
+"""``[[nodes]]`` groups in one cluster file, counted in its text before it is parsed (a
+file of a million groups would take a minute and gigabytes to parse before any other limit
+could refuse it)."""
+MAX_FILE_BYTES = 8 * 2**20
+"""Bytes of one cluster file: room for 100,000 nodes with explicit names."""
 
 
 def size_problem(groups: Sequence[NodeGroup]) -> tuple[str, str] | None:

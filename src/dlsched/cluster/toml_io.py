@@ -36,8 +36,8 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import tempfile
-import tomllib
 from collections.abc import Callable, Mapping
 from itertools import groupby
 from pathlib import Path
@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 from dlsched.cluster.errors import ClusterFormatError
 from dlsched.cluster.layout import DEFAULT_RACK_SIZE, Layout, NodeGroup, default_name_prefix
 from dlsched.cluster.layout import expand_group as _expand_group
-from dlsched.cluster.limits import size_problem
+from dlsched.cluster.limits import MAX_FILE_BYTES, MAX_GROUPS, size_problem
 from dlsched.cluster.spec import (
     DEFAULT_BLOCK,
     DEFAULT_GPU_TYPE,
@@ -56,6 +56,7 @@ from dlsched.cluster.spec import (
     NodeSpec,
 )
 from dlsched.outdir import FileKind
+from dlsched.safe_load import TOML_TOKENS, InputError, load_toml, read_text
 
 T = TypeVar("T")
 
@@ -74,6 +75,7 @@ GROUP_KEYS = (
     "block",
 )
 _NAMES_PER_LINE_WIDTH = 96
+_GROUP_HEADER = re.compile(r'^[ \t]*\[\[[ \t]*"?nodes"?[ \t]*\]\]', re.MULTILINE)
 
 
 # ---------------------------------------------------------------- reading
@@ -230,19 +232,44 @@ def _expand(groups: list[NodeGroup], where: _Where) -> tuple[NodeSpec, ...]:
     return tuple(nodes)
 
 
+def _count_groups(text: str, where: _Where) -> None:
+    """:class:`ClusterFormatError` for more than :data:`MAX_GROUPS` groups, counted in the
+    text (``[[nodes]]`` headers, and inline tables outside strings) before it is parsed."""
+    for count, match in enumerate(_GROUP_HEADER.finditer(text), start=1):
+        if count > MAX_GROUPS:
+            line = text.count("\n", 0, match.start()) + 1
+            raise ClusterFormatError(
+                f"{where.source}:{line}: nodes: more than {MAX_GROUPS:,} [[nodes]] groups "
+                "(the limit; see docs/cluster-format.md)"
+            )
+    if text.count("{") <= MAX_GROUPS:
+        return
+    tables = 0
+    for match in TOML_TOKENS.finditer(text):
+        tables += match.group() == "{"
+        if tables > MAX_GROUPS:
+            line = text.count("\n", 0, match.start()) + 1
+            raise ClusterFormatError(
+                f"{where.source}:{line}: nodes: more than {MAX_GROUPS:,} groups "
+                "(the limit; see docs/cluster-format.md)"
+            )
+
+
 def parse_cluster_toml(text: str, source: str = "<string>") -> ClusterSpec:
     """The cluster described by TOML ``text`` (format in the module docstring).
 
     ``source`` names the text in error messages and becomes ``ClusterSpec.source``. Raises
     :class:`ClusterFormatError` for TOML syntax errors, for every violation of the format and
     for a cluster over the limits of :mod:`dlsched.cluster.limits` (checked before any node is
-    built).
+    built; the number of groups before the text is parsed), and for what
+    :func:`dlsched.safe_load.load_toml` refuses (NaN, infinities, huge numbers, deep nesting).
     """
     where = _Where(source)
+    _count_groups(text, where)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ClusterFormatError(f"{source}: not valid TOML: {exc}") from exc
+        data = load_toml(text, source)
+    except InputError as exc:
+        raise ClusterFormatError(str(exc)) from None
     problem = _unknown_keys(data, TOP_LEVEL_KEYS)
     if problem:
         raise where.error("top level", problem)
@@ -259,6 +286,8 @@ def parse_cluster_toml(text: str, source: str = "<string>") -> ClusterSpec:
         raise where.error(
             "nodes", f"expected a non-empty array of [[nodes]] tables, got {raw_groups!r}"
         )
+    if len(raw_groups) > MAX_GROUPS:
+        raise where.error("nodes", f"more than {MAX_GROUPS:,} groups (the limit)")
     groups = [_parse_group(raw, i, where) for i, raw in enumerate(raw_groups)]
     too_big = size_problem(groups)
     if too_big is not None:
@@ -273,11 +302,10 @@ def read_cluster_toml(path: str | os.PathLike[str]) -> ClusterSpec:
     content is not a valid cluster description (including non-UTF-8 bytes).
     """
     file = Path(path)
-    raw = file.read_bytes()
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ClusterFormatError(f"{file}: not UTF-8 text: {exc}") from exc
+        text = read_text(file, MAX_FILE_BYTES)
+    except InputError as exc:
+        raise ClusterFormatError(str(exc)) from None
     return parse_cluster_toml(text, source=str(file))
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dlsched.outdir import DirKind
+from dlsched.safe_load import InputError, load_json, read_text
 
 RUN_FILES = ("jobs.parquet", "timeline.parquet", "config.json", "summary.json")
 
@@ -64,9 +65,9 @@ def read_summary(run: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise RunDirError(f"{run}: not a dlsched run directory (no summary.json)")
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path}: invalid JSON: {exc}") from exc
+        data = load_json(read_text(path), str(path), non_finite=True)
+    except InputError as exc:
+        raise RunDirError(str(exc)) from None
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: expected a JSON object")
     return data

@@ -38,13 +38,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlsched.run_options import AXES, BY_NAME, RunOption, experiment_from, flag, is_default
+from dlsched.safe_load import InputError, load_toml, read_text
 
 if TYPE_CHECKING:
     from dlsched.runner import Experiment
@@ -304,9 +304,9 @@ def load_grid(path: str | Path) -> Grid:
     """Read a grid from a TOML file (module docstring); GridError naming the file and key."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise GridError(f"{path}: not valid TOML: {exc}") from None
+        data = load_toml(read_text(path), str(path))
+    except InputError as exc:
+        raise GridError(str(exc)) from None
     except OSError as exc:
         raise GridError(f"{path}: {exc.strerror or exc}") from None
     unknown_top = sorted(set(data) - {"grid"})

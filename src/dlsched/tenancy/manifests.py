@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dlsched import safe_load
 from dlsched.extras import require
 from dlsched.tenancy.errors import TenancyError
 from dlsched.tenancy.model import (
@@ -741,16 +742,7 @@ class _Builder:
         for co in list(cohorts.values()):
             if co.parent is not None and co.parent not in cohorts:
                 cohorts[co.parent] = Cohort(co.parent)
-        for co in cohorts.values():
-            seen = [co.name]
-            parent = co.parent
-            while parent is not None:
-                if parent in seen:
-                    raise TenancyError(
-                        f"{source}: cohorts form a cycle: {' -> '.join([*seen, parent])}"
-                    )
-                seen.append(parent)
-                parent = cohorts[parent].parent
+        _check_no_cycle(source, cohorts)
         for lq in self.lqs.values():
             if lq.cluster_queue not in self.cqs:
                 raise TenancyError(
@@ -771,22 +763,33 @@ class _Builder:
         )
 
 
-def load_yaml_documents(path: Path) -> list[object]:
-    """Every document of a YAML file (PyYAML's safe loader); :class:`TenancyError` naming the
-    file and line on a syntax error."""
-    require("queue manifests", "tenancy")
-    import yaml
+def _check_no_cycle(source: str, cohorts: Mapping[str, Cohort]) -> None:
+    """:class:`TenancyError` showing the cycle if cohorts' parents form one. Linear: each
+    cohort's chain is walked once, stopping at a cohort already known to reach a root."""
+    done: set[str] = set()
+    for start in cohorts:
+        chain: list[str] = []
+        on_chain: set[str] = set()
+        name: str | None = start
+        while name is not None and name not in done:
+            if name in on_chain:
+                cycle = chain[chain.index(name) :]
+                raise TenancyError(f"{source}: cohorts form a cycle: {' -> '.join([*cycle, name])}")
+            chain.append(name)
+            on_chain.add(name)
+            name = cohorts[name].parent
+        done.update(chain)
 
+
+def load_yaml_documents(path: Path) -> list[object]:
+    """Every document of a YAML file, read by :func:`dlsched.safe_load.load_yaml_documents`
+    (no anchors or aliases, no duplicate keys, bounded size, nesting and numbers);
+    :class:`TenancyError` naming the file and line otherwise."""
+    require("queue manifests", "tenancy")
     try:
-        # libyaml's loader when PyYAML was built with it: the same documents, faster.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        return list(yaml.load_all(path.read_text(), Loader=loader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise TenancyError(
-            f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}"
-        ) from None
+        return safe_load.load_yaml_documents(safe_load.read_text(path), str(path))
+    except safe_load.InputError as exc:
+        raise TenancyError(str(exc)) from None
 
 
 def _bundled_dir() -> Path:

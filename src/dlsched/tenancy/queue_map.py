@@ -18,12 +18,12 @@ namespace holds it) at priority 0. A job that maps to no LocalQueue is an error 
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlsched.safe_load import InputError, load_toml, read_text
 from dlsched.tenancy.errors import TenancyError
 from dlsched.tenancy.model import Tenancy
 
@@ -98,9 +98,9 @@ def read_queue_map(path: str | Path) -> QueueMap:
     if not p.is_file():
         raise FileNotFoundError(f"queue map {p}: no such file")
     try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise TenancyError(f"{p}: not valid TOML: {exc}") from None
+        data = load_toml(read_text(p), str(p))
+    except InputError as exc:
+        raise TenancyError(str(exc)) from None
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise TenancyError(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from dlsched.safe_load import InputError, bounded_lines
 from dlsched.trace.checks import bad_rows_error, check_rows
 from dlsched.trace.errors import RowError, TraceError, reading
 from dlsched.trace.io import is_parquet, read_parquet_checked
@@ -88,8 +89,9 @@ def parse_csv_file(
     is a TraceError naming the file (and line); rejected records are in the result."""
     with reading(path), open(path, newline="", encoding="utf-8-sig") as handle:
         # strict: a quote inside an unquoted field, or text after a closing quote, is an
-        # error naming its line instead of a silently altered value.
-        reader = csv.reader(handle, strict=True)
+        # error naming its line instead of a silently altered value. Lines are read bounded:
+        # a line longer than MAX_LINE_CHARS is refused before it is held whole.
+        reader = csv.reader(bounded_lines(handle, path), strict=True)
         records: LineTrackingReader | None = None
         try:
             first = next(reader, None)
@@ -108,6 +110,8 @@ def parse_csv_file(
                 else ""
             )
             raise TraceError(f"{path}:{start}: unreadable CSV: {e}{hint}") from None
+        except InputError as e:
+            raise TraceError(str(e)) from None
 
 
 def _read_csv(path: str, format: str | None, skip_bad_rows: bool) -> ReadResult:

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from dlsched.outdir import FileKind, OutputError
+from dlsched.safe_load import load_json, read_text
 from dlsched.workloads.status import StatusError, read_status
 
 Key = tuple[str, int, int]
@@ -68,7 +69,7 @@ class ThroughputTable:
     def read(cls, path: Path) -> ThroughputTable:
         """Read a table written by :meth:`write`; ValueError naming the file and row if bad."""
         try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
+            rows = load_json(read_text(path), str(path))
         except (OSError, ValueError) as e:
             raise ValueError(f"{path}: cannot read a throughput table: {e}") from None
         if not isinstance(rows, list):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.outdir import write_file_atomic
+from dlsched.safe_load import load_json, read_text
 
 STATES = ("running", "preempted", "finished")
 """Values of ``state``."""
@@ -70,7 +71,7 @@ def read_status(path: Path) -> TrainStatus:
     Fields this workload adds may be absent (written by another job): they get neutral values.
     """
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = load_json(read_text(path), str(path), non_finite=True)
     except (OSError, ValueError) as e:
         raise StatusError(f"{path}: cannot read a JSON status: {e}") from None
     if not isinstance(raw, dict):

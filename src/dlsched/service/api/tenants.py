@@ -15,20 +15,78 @@ readable by its owner only (mode 0600)::
 Every known token is compared with the one presented, each in constant time
 (:func:`hmac.compare_digest`), so neither a token's prefix nor its position leaks through
 timing.
+
+Tenant names (:func:`check_tenant_names`) must not be empty, hold surrounding spaces or
+control/format characters (a zero-width joiner, a right-to-left override), be ``admin`` (the
+name the event log gives the admin) or look like another tenant's: two names are the same
+when their NFKC case-folded forms (:func:`tenant_key`) are equal, so ``Team-A``, ``team-a``
+and ``ｔｅａｍ-ａ`` (full-width) are one name. Confusables across scripts (a Cyrillic ``а``
+for a Latin ``a``) are not in that rule.
 """
 
 from __future__ import annotations
 
 import hmac
-import tomllib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlsched.safe_load import InputError, load_toml, read_text, shown
 from dlsched.service.api.auth import TokenFileError, check_private
 
 MIN_TOKEN_CHARS = 16
 """Shortest token a token file may hold (a short one could be guessed)."""
+RESERVED_TENANT = "admin"
+"""The name events give the admin; no tenant may take it (in any case or form)."""
+MAX_TENANT_CHARS = 64
+"""Longest tenant name."""
+MAX_TOKEN_FILE_BYTES = 2**20
+"""Largest token file."""
+
+
+def tenant_key(name: str) -> str:
+    """The form two tenant names are compared in: NFKC, case-folded, NFKC again (Unicode's
+    NFKC_Casefold up to default-ignorable characters, which :func:`check_tenant_names`
+    refuses)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+def tenant_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a tenant on its own (None: it can); see the module
+    docstring."""
+    if not name or not name.strip():
+        return "an empty name"
+    if len(name) > MAX_TENANT_CHARS:
+        return f"a name of {len(name)} characters (at most {MAX_TENANT_CHARS})"
+    if name != name.strip():
+        return "spaces around the name"
+    if any(unicodedata.category(ch).startswith(("C", "Z")) and ch != " " for ch in name):
+        return "a control, format or separator character in the name"
+    if tenant_key(name) == RESERVED_TENANT:
+        return f"{RESERVED_TENANT!r} names the admin"
+    return None
+
+
+def check_tenant_names(names: list[str], where: str) -> None:
+    """:class:`TokenFileError` naming ``where`` and the tenant for a name
+    :func:`tenant_name_problem` refuses or one that looks like an earlier one (equal
+    :func:`tenant_key`)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        problem = tenant_name_problem(name)
+        if problem is not None:
+            raise TokenFileError(
+                f"{where}: tenants.{shown(name)}: {problem}; expected a name other than "
+                f"{RESERVED_TENANT!r}, without control characters, distinct from the others"
+            )
+        key = tenant_key(name)
+        if key in seen:
+            raise TokenFileError(
+                f"{where}: tenants.{shown(name)}: looks like tenant {seen[key]!r} (the same "
+                "after Unicode NFKC normalisation and case folding); expected distinct names"
+            )
+        seen[key] = name
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,16 +164,18 @@ def _string(path: Path, where: str, value: Any) -> str:
 
 def read_tokens(path: Path) -> Tokens:
     """The tokens of token file ``path`` (module docstring). :class:`TokenFileError`, naming
-    the file and field, if it is missing, readable by others, not TOML, lacks ``admin_token``
-    or a tenant's ``token``/``queues``, has unknown keys, or gives one token twice."""
+    the file and field, if it is missing, readable by others, not TOML (or beyond
+    :mod:`dlsched.safe_load`'s limits), lacks ``admin_token`` or a tenant's
+    ``token``/``queues``, has unknown keys, gives one token twice, or names a tenant
+    :func:`check_tenant_names` refuses."""
     path = Path(path)
     try:
         check_private(path)
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = load_toml(read_text(path, MAX_TOKEN_FILE_BYTES), str(path))
     except OSError as exc:
         raise TokenFileError(f"{path}: cannot read the token file: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise TokenFileError(f"{path}: not a TOML token file: {exc}") from None
+    except InputError as exc:
+        raise TokenFileError(f"{exc} (a TOML token file)") from None
     unknown = sorted(set(data) - {"admin_token", "tenants"})
     if unknown:
         raise TokenFileError(
@@ -127,6 +187,7 @@ def read_tokens(path: Path) -> Tokens:
     tenants = data.get("tenants", {})
     if not isinstance(tenants, dict) or not tenants:
         raise TokenFileError(f"{path}: tenants: expected at least one [tenants.NAME] table")
+    check_tenant_names(list(tenants), str(path))
     seen = {admin: "admin_token"}
     entries: list[tuple[str, Principal]] = []
     for name, table in tenants.items():

@@ -14,6 +14,7 @@ import re
 import secrets
 from pathlib import Path
 
+from dlsched.backends.jobfiles import private_dir, write_private
 from dlsched.service.store.database import Store
 
 SERVICE_ID_FILE = "service-id"
@@ -36,7 +37,7 @@ def resolve_service_id(
     """The id of the service whose work directory is ``work_dir``: ``given`` if set (it is then
     also written to the file, replacing another), else the one in ``work_dir/service-id``,
     else a new one (module docstring), written there and recorded in ``store`` with a lease of
-    ``lease_s`` seconds."""
+    ``lease_s`` seconds. The directory is made with mode 0700, the file written with 0600."""
     path = work_dir / SERVICE_ID_FILE
     if given is not None:
         service = check_service_id(given)
@@ -46,6 +47,6 @@ def resolve_service_id(
         service = store.instance
     else:
         service = secrets.token_hex(8)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(service + "\n", encoding="utf-8")
+    private_dir(work_dir)
+    write_private(path, service + "\n")
     return service

@@ -10,11 +10,11 @@ holds no request; any other line that is not such an object is a row error namin
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pyarrow as pa
 
+from dlsched.safe_load import MAX_LINE_CHARS, InputError, LongLine, load_json, read_line
 from dlsched.serving.readers.values import seconds, tokens
 from dlsched.serving.requests import REQUEST_SCHEMA
 from dlsched.trace.errors import RowError, TraceError, reading
@@ -26,11 +26,12 @@ OUTPUTS = ("arrival_time", "prompt_tokens", "output_tokens")
 
 
 def parse_line(text: str) -> tuple[float, int, int]:
-    """The request of one JSON line; BadField naming the field otherwise."""
+    """The request of one JSON line; BadField naming the field otherwise (NaN, infinities
+    and numbers beyond :mod:`dlsched.safe_load`'s bounds included)."""
     try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadField(WHOLE_ROW, f"not JSON: {exc.msg} at column {exc.colno}") from None
+        record = load_json(text, "")
+    except InputError as exc:
+        raise BadField(exc.field or WHOLE_ROW, exc.expected) from None
     if not isinstance(record, dict):
         raise BadField(WHOLE_ROW, f"expected a JSON object, got {type(record).__name__}")
     unknown = sorted(set(record) - set(FIELDS))
@@ -53,6 +54,7 @@ def _number(record: dict[str, Any], field: str) -> float:
         raise BadField(field, "missing value")
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BadField(field, f"not a number: {value!r}")
+    # load_json has refused non-finite values and integers beyond 64 bits.
     return float(value)
 
 
@@ -71,7 +73,20 @@ def read_mooncake(path: str) -> tuple[pa.Table, tuple[int, ...], int, tuple[RowE
     errors: list[RowError] = []
     read = 0
     with reading(path), open(path, encoding="utf-8-sig") as handle:
-        for number, text in enumerate(handle, start=1):
+        number = 0
+        while text := read_line(handle):
+            number += 1
+            if isinstance(text, LongLine):
+                read += 1
+                errors.append(
+                    RowError(
+                        path,
+                        number,
+                        WHOLE_ROW,
+                        f"a line of {text.chars:,} characters (the limit is {MAX_LINE_CHARS:,})",
+                    )
+                )
+                continue
             if not text.strip():
                 continue
             read += 1

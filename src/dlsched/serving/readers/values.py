@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dlsched.safe_load import MAX_NUMBER_CHARS, check_date, shown
 from dlsched.trace.checks import MAX_SECONDS
 from dlsched.trace.readers.fields import BadField, show_number
 from dlsched.trace.walltime import parse_wall_time
@@ -34,8 +35,12 @@ def seconds(field: str, value: float) -> float:
 
 
 def wall_time(field: str, text: str) -> float:
-    """Unix seconds of ``YYYY-MM-DD HH:MM:SS`` with an optional fraction of any length and an
-    optional UTC suffix (``+00:00`` or ``Z``), read as UTC (the Azure LLM traces' stamps)."""
+    """Unix seconds of ``YYYY-MM-DD HH:MM:SS`` with an optional fraction (up to
+    :data:`~dlsched.safe_load.MAX_NUMBER_CHARS` digits) and an optional UTC suffix
+    (``+00:00`` or ``Z``), read as UTC (the Azure LLM traces' stamps), dated within
+    :data:`~dlsched.safe_load.EARLIEST_DATE` .. :data:`~dlsched.safe_load.LATEST_DATE`."""
+    if len(text) > 20 + MAX_NUMBER_CHARS + 6:
+        raise BadField(field, f"not a time of the form YYYY-MM-DD HH:MM:SS[.ffffff]: {shown(text)}")
     stamp = text
     for suffix in ("+00:00", "Z"):
         if stamp.endswith(suffix):
@@ -47,10 +52,13 @@ def wall_time(field: str, text: str) -> float:
     except ValueError as exc:
         raise BadField(field, str(exc).replace("HH:MM:SS", "HH:MM:SS[.ffffff]")) from None
     if dot:
-        if not fraction.isdigit():
-            raise BadField(field, f"not a fraction of a second: {text!r}")
-        unix += int(fraction) / 10 ** len(fraction)
-    return unix
+        if not (fraction.isascii() and fraction.isdigit()):
+            raise BadField(field, f"not a fraction of a second: {shown(text)}")
+        unix += float("0." + fraction)
+    try:
+        return check_date(unix, text)
+    except ValueError as exc:
+        raise BadField(field, str(exc)) from None
 
 
 def shift_to_origin(table: pa.Table) -> tuple[pa.Table, float | None]:

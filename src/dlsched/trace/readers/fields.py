@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from dlsched.safe_load import check_date, number_problem, shown
 from dlsched.trace.walltime import parse_wall_time
 
 
@@ -69,7 +70,8 @@ class Row:
         return None if value is None else _to_int(name, value, bits)
 
     def wall_time(self, name: str) -> float:
-        """A naive ``YYYY-MM-DD HH:MM:SS`` stamp as Unix seconds (read as UTC)."""
+        """A naive ``YYYY-MM-DD HH:MM:SS`` stamp as Unix seconds (read as UTC), dated within
+        :data:`dlsched.safe_load.EARLIEST_DATE` .. :data:`~dlsched.safe_load.LATEST_DATE`."""
         return _to_wall(name, self.text(name))
 
     def opt_wall_time(self, name: str) -> float | None:
@@ -87,33 +89,42 @@ def show_number(value: float) -> str:
 
 
 def _to_float(name: str, text: str) -> float:
+    _check_length(name, text)
     try:
         value = float(text)
     except ValueError:
-        raise BadField(name, f"not a number: {text!r}") from None
+        raise BadField(name, f"not a number: {shown(text)}") from None
     if not math.isfinite(value):
-        raise BadField(name, f"not a finite number: {text!r}")
+        raise BadField(name, f"not a finite number: {shown(text)}")
     return value
 
 
+def _check_length(name: str, text: str) -> None:
+    # Before any conversion: int() of over 4,300 digits raises a ValueError naming no field.
+    problem = number_problem(text.strip())
+    if problem is not None:
+        raise BadField(name, problem)
+
+
 def _to_int(name: str, text: str, bits: int) -> int:
+    _check_length(name, text)
     try:
         value = int(text)
     except ValueError:
         try:
             number = float(text)
         except ValueError:
-            raise BadField(name, f"not an integer: {text!r}") from None
+            raise BadField(name, f"not an integer: {shown(text)}") from None
         if not number.is_integer():
-            raise BadField(name, f"not an integer: {text!r}") from None
+            raise BadField(name, f"not an integer: {shown(text)}") from None
         value = int(number)
     if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-        raise BadField(name, f"out of range for a {bits}-bit integer: {text!r}")
+        raise BadField(name, f"out of range for a {bits}-bit integer: {shown(text)}")
     return value
 
 
 def _to_wall(name: str, text: str) -> float:
     try:
-        return parse_wall_time(text)
+        return check_date(parse_wall_time(text), text)
     except ValueError as e:
         raise BadField(name, str(e)) from None
