@@ -258,9 +258,11 @@ class Simulator:
         self._outages: list[tuple[int, float, float]] = []
         self._down_since: dict[int, float] = {}
         self.admission: AdmissionStage | None = None
+        self._pods_ready = False
         if config.queues is not None:
             self.admission = self._admission_stage(config.queues, config.queue_map)
             self.records.queues = (self.admission.row_cq, self.admission.names)
+            self._pods_ready = self.admission.pods_ready is not None
             inner = self._cycle
 
             def admitting_cycle(g: int, now: float) -> None:
@@ -696,6 +698,39 @@ class Simulator:
                     job.demand = replace(d, gpu_type=gpu_type)
             groups[job.group].scheduler.on_submitted(job, now)
             dirty[job.group].add(job.pool)
+        pods_ready = self.admission.pods_ready
+        if pods_ready is not None:
+            at = now + pods_ready.timeout
+            for job in admitted:
+                self.engine.schedule(at, P_FINISH, self._on_pods_ready_timeout, (job, now))
+
+    def _on_pods_ready_timeout(self, arg: tuple[SimJob, float]) -> None:
+        """``waitForPodsReady``: a job admitted at ``arg[1]`` that has not started since is
+        evicted, and queues again after its backoff or, past its limit, is set aside."""
+        stage = self.admission
+        assert stage is not None
+        job, admitted = arg
+        now = self.engine.now
+        outcome = stage.pods_ready_timeout(job, admitted, now)
+        if outcome is None:
+            return
+        self._withdraw(job)
+        self._dirty[job.group].add(job.pool)
+        if isinstance(outcome, str):
+            self.records.set_aside(job.row, outcome, job.gpus, job.submit_time)
+            self._live -= 1
+        else:
+            self.engine.schedule(now + outcome, P_FINISH, self._on_backoff, job)
+        self._request_cycle(0, now)
+        if self._live == 0 and self._next_row >= len(self._submit):
+            self.engine.stop()
+
+    def _on_backoff(self, job: SimJob) -> None:
+        stage = self.admission
+        assert stage is not None
+        now = self.engine.now
+        stage.resubmit(job, now)
+        self._request_cycle(0, now)
 
     def _withdraw(self, job: SimJob) -> None:
         sched = self.groups[job.group].scheduler
@@ -943,6 +978,9 @@ class Simulator:
         self.state.allocate(placement, d.milli, d.cpus, d.memory_mib, split)
         job.placement = placement
         job.status = RUNNING
+        if self._pods_ready:
+            assert self.admission is not None
+            self.admission.ready(job)
         job.epoch += 1
         job.seg_begin = now
         kind = job.kind

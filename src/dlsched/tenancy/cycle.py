@@ -32,6 +32,11 @@ cycles back to back. Each cycle, as modelled here:
    of the tree is released (a workload finished or terminated), as Kueue requeues them on
    those events.
 
+With ``waitForPodsReady`` (:class:`~dlsched.tenancy.model.PodsReady`), an admitted workload
+is unready until :meth:`KueueQueues.ready`; its caller evicts one still unready at the
+timeout (:meth:`KueueQueues.not_ready`) and queues it again after its backoff; with
+``blockAdmission`` nothing is admitted while one is unready.
+
 Workloads whose namespace the ClusterQueue's ``namespaceSelector`` does not match wait as
 inadmissible (a namespace's labels do not change in a run). A ClusterQueue with a
 ``stopPolicy`` other than ``None`` gives no head; ``HoldAndDrain`` also evicts what it had
@@ -121,6 +126,13 @@ class KueueQueues:
         self._always_reclaims = [cq.preemption.reclaim_within_cohort == ANY for cq in admission.cqs]
         self.terminating: dict[Workload, Workload] = {}
         """Victims being terminated -> the workload that evicted them."""
+        clock = admission.tenancy.clock
+        self.pods_ready = clock.pods_ready if clock.mode == "cycle" else None
+        self.unready: dict[Workload, None] = {}
+        """Admitted workloads whose pods are not all running yet (with ``waitForPodsReady``)."""
+        self._queued_at: dict[Workload, float] = {}
+        # Queue-order time of workloads requeued after a PodsReady timeout (Kueue's
+        # requeuingStrategy timestamp Eviction); others are ordered by creation.
 
     # ---- the queues ----------------------------------------------------------------------
     def submit(self, wl: Workload, now: float, namespace: str | None = None) -> None:
@@ -141,7 +153,11 @@ class KueueQueues:
         if wl in self._in_active:
             return
         self._in_active.add(wl)
-        heappush(self._active[wl.cq], (*queue_order(wl), wl))
+        heappush(self._active[wl.cq], (*self._order(wl), wl))
+
+    def _order(self, wl: Workload) -> tuple[int, float, int]:
+        at = self._queued_at.get(wl)
+        return queue_order(wl) if at is None else (-wl.priority, at, wl.seq)
 
     def withdraw(self, wl: Workload) -> bool:
         """``wl`` leaves without being admitted; False if it was not pending."""
@@ -171,7 +187,7 @@ class KueueQueues:
 
     def inadmissible(self, cq: int) -> list[Workload]:
         """The inadmissible workloads of ``cq``, in queue order."""
-        return sorted(self._inadmissible[cq], key=queue_order)
+        return sorted(self._inadmissible[cq], key=self._order)
 
     def pending(self, cq: int) -> int:
         return len(self._active[cq]) + len(self._inadmissible[cq])
@@ -231,12 +247,30 @@ class KueueQueues:
     # ---- quota released ------------------------------------------------------------------
     def finished(self, wl: Workload) -> None:
         """Admitted ``wl`` ended: its quota is free."""
+        self.unready.pop(wl, None)
+        self._queued_at.pop(wl, None)
         self.admission.release(wl)
         self._requeue_tree(wl.cq)
+
+    def ready(self, wl: Workload) -> None:
+        """Admitted ``wl``'s pods all run (Kueue's ``PodsReady`` condition)."""
+        self.unready.pop(wl, None)
+
+    def not_ready(self, wl: Workload, now: float) -> None:
+        """Admitted ``wl`` is evicted because its pods were not ready in time (reason
+        ``PodsReadyTimeout``): its quota is free, and when it queues again (:meth:`submit`,
+        after its backoff) it is ordered by ``now`` (requeuing timestamp ``Eviction``) or by
+        its creation (``Creation``)."""
+        self.unready.pop(wl, None)
+        self.admission.release(wl)
+        self._requeue_tree(wl.cq)
+        if self.pods_ready is not None and self.pods_ready.requeue_by_eviction:
+            self._queued_at[wl] = now
 
     def terminated(self, wl: Workload) -> None:
         """Evicted ``wl``'s pods are gone: its quota is free (submit it to queue it again)."""
         self.terminating.pop(wl, None)
+        self.unready.pop(wl, None)
         wl.evicting = False
         self.admission.evicting -= 1
         self.admission.release(wl)
@@ -356,6 +390,14 @@ class KueueQueues:
             if fresh:
                 result.preempting.append((e.wl, fresh))
             return
+        pods_ready = self.pods_ready
+        if pods_ready is not None:
+            if pods_ready.block_admission and self.unready:
+                # Kueue's blockAdmission: nothing is admitted while an admitted workload's
+                # pods are not ready.
+                e.requeue = FAILED_AFTER_NOMINATION
+                return
+            self.unready[e.wl] = None
         adm.reserve(e.wl, e.request, e.flavors, now)
         if self._preemptor[cq] is e.wl:
             self._preemptor[cq] = None

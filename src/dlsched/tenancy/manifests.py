@@ -13,17 +13,20 @@ modelled (a workload whose pods do not tolerate a NoSchedule/NoExecute taint doe
 flavor; trace jobs tolerate none). A ClusterQueue's ``namespaceSelector`` is read
 (``matchLabels``, ``matchExpressions`` with ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``;
 another operator is refused) with Kueue's meaning of a missing one: nil, matching no namespace
-(None in the model), while ``{}`` matches every namespace. It is checked for a workload that
-carries a namespace (:meth:`dlsched.tenancy.cycle.KueueQueues.submit` with ``namespace``);
-trace jobs reach their LocalQueue through the queue map and carry none, so no selector, nil,
-empty or not, makes them unadmittable. ``stopPolicy`` ``Hold`` and ``HoldAndDrain`` of a
-ClusterQueue or LocalQueue are read into the model (``None`` is the default). Refused: a
+(None in the model), while ``{}`` matches every namespace. A workload's namespace is its
+LocalQueue's (trace jobs reach their LocalQueue through the queue map): one whose namespace
+the selector does not match is never admitted, and a run sets it aside with that reason, as
+Kueue would leave it pending for ever. ``stopPolicy`` ``Hold`` and ``HoldAndDrain`` of a
+ClusterQueue or LocalQueue are modelled as a queue stopped for the whole run: its workloads
+are never admitted (set aside with the reason). The Configuration's ``waitForPodsReady`` is
+modelled under Kueue's cycle clock (:class:`~dlsched.tenancy.model.PodsReady`; a job's pods
+are ready when it starts), its ``recoveryTimeout`` only as ``0s``. Refused: a
 ResourceFlavor's ``topologyName``; a ClusterQueue's ``admissionChecks``,
 ``admissionChecksStrategy``, ``concurrentAdmissionPolicy`` and ``admissionScope`` other than
 ``NoAdmissionFairSharing``; a LocalQueue's ``fairSharing``; the Configuration's
-``admissionFairSharing``, ``waitForPodsReady`` (when enabled), ``resources`` and
-``featureGates``; two resources of one ClusterQueue or Cohort that count the same request
-(``nvidia.com/gpu`` and ``amd.com/gpu``); any unknown field. Accepted with no effect: the
+``admissionFairSharing``, ``resources`` and ``featureGates``; two resources of one
+ClusterQueue or Cohort that count the same request (``nvidia.com/gpu`` and ``amd.com/gpu``);
+any unknown field. Accepted with no effect: the
 Configuration's controller plumbing (webhook, metrics, leader election, client connection,
 ...) and its choice of which jobs and namespaces Kueue manages (every dlsched job names its
 LocalQueue), a WorkloadPriorityClass's ``description``, objects' ``status``. Quotas on
@@ -35,6 +38,7 @@ install 'dlsched[tenancy]'``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,9 +69,11 @@ from dlsched.tenancy.model import (
     FairSharing,
     FlavorQuotas,
     Fungibility,
+    KueueClock,
     LabelRequirement,
     LabelSelector,
     LocalQueue,
+    PodsReady,
     Preemption,
     PriorityClass,
     ResourceFlavor,
@@ -184,6 +190,71 @@ def _name(doc: _Doc, value: object, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise doc.fail(field, "a non-empty name", value)
     return value
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(doc: _Doc, value: object, field: str) -> float:
+    """Seconds of a Go duration (``5m``, ``1h30m``, ``90s``), as Kubernetes writes them."""
+    text = value if isinstance(value, str) else ""
+    parts = _DURATION.findall(text)
+    if not text or "".join(n + u for n, u in parts) != text:
+        raise doc.fail(field, "a duration such as 5m, 90s or 1h30m", value)
+    seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    if seconds > 1e9:
+        raise doc.fail(field, "a duration of at most 10^9 s", value)
+    return seconds
+
+
+def _count(doc: _Doc, value: object, field: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value < 2**31:
+        raise doc.fail(field, f"a whole number >= {least}", value)
+    return value
+
+
+_BACKOFF_FIELDS = ("backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds")
+
+
+def _pods_ready(doc: _Doc, value: object, v1beta1: bool) -> PodsReady:
+    """The Configuration's ``waitForPodsReady`` with Kueue's defaults of its version: timeout
+    5m (v1beta1) or 30m (v1beta2), ``blockAdmission`` true (v1beta1, when enabled) or false
+    (v1beta2), requeuing by eviction time after 60 s doubling up to 3600 s, no limit.
+    ``recoveryTimeout`` is refused unless ``0s``: a job whose pods fail after it ran is not
+    timed again."""
+    field = "waitForPodsReady"
+    wait = _mapping(doc, value, field)
+    allowed = {"timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}
+    _keys(doc, wait, field, allowed | ({"enable"} if v1beta1 else set()))
+    timeout = _duration(doc, wait.get("timeout", "5m" if v1beta1 else "30m"), f"{field}.timeout")
+    block = wait.get("blockAdmission", v1beta1)
+    if not isinstance(block, bool):
+        raise doc.fail(f"{field}.blockAdmission", "true or false", block)
+    recovery = wait.get("recoveryTimeout")
+    if recovery is not None and _duration(doc, recovery, f"{field}.recoveryTimeout") != 0:
+        raise TenancyError(
+            f"{doc.where}: {field}.recoveryTimeout: timing a job again after its pods fail "
+            f"while it runs is not modelled; write 0s (off) or leave it out; got {recovery!r}"
+        )
+    strategy = _mapping(doc, wait.get("requeuingStrategy"), f"{field}.requeuingStrategy")
+    sfield = f"{field}.requeuingStrategy"
+    _keys(doc, strategy, sfield, {"timestamp", *_BACKOFF_FIELDS})
+    stamp = _choice(
+        doc, strategy.get("timestamp"), f"{sfield}.timestamp", ("Eviction", "Creation"), "Eviction"
+    )
+    raw_limit = strategy.get("backoffLimitCount")
+    limit = None if raw_limit is None else _count(doc, raw_limit, f"{sfield}.backoffLimitCount", 0)
+    base = _count(doc, strategy.get("backoffBaseSeconds", 60), f"{sfield}.backoffBaseSeconds", 0)
+    most = _count(doc, strategy.get("backoffMaxSeconds", 3600), f"{sfield}.backoffMaxSeconds", 0)
+    return PodsReady(
+        timeout=timeout,
+        backoff_base=float(base),
+        backoff_max=float(most),
+        backoff_limit=limit,
+        block_admission=block,
+        requeue_by_eviction=stamp == "Eviction",
+    )
 
 
 def _choice(doc: _Doc, value: object, field: str, allowed: tuple[str, ...], default: str) -> str:
@@ -647,6 +718,8 @@ class _Builder:
         ns = meta.get("namespace", "default")
         return _name(doc, ns, "metadata.namespace")
 
+    pods_ready: PodsReady | None = None
+
     def _configuration(self, doc: _Doc, api: str, kind: str, data: Mapping[str, Any]) -> None:
         if kind != "Configuration":
             raise TenancyError(
@@ -682,10 +755,7 @@ class _Builder:
         v1beta1 = version == "v1beta1"
         wait = data.get("waitForPodsReady")
         if wait is not None and (not v1beta1 or self._enabled(doc, wait, "waitForPodsReady")):
-            raise TenancyError(
-                f"{doc.where}: waitForPodsReady: waiting for pods to be ready (timeouts, "
-                f"requeuing, blocked admission) is not modelled; got {wait!r}"
-            )
+            self.pods_ready = _pods_ready(doc, wait, v1beta1)
         raw_fair = data.get("fairSharing")
         if raw_fair is None:
             return
@@ -760,6 +830,7 @@ class _Builder:
             self.fair,
             source,
             self.namespaces,
+            KueueClock(pods_ready=self.pods_ready),
         )
 
 

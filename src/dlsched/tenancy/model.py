@@ -254,6 +254,14 @@ class PodsReady:
     backoff_max: float = 3600.0
     backoff_limit: int | None = None
     block_admission: bool = False
+    requeue_by_eviction: bool = True
+    """``requeuingStrategy.timestamp``: ``Eviction`` (a requeued workload is ordered by its
+    eviction time) or ``Creation``."""
+
+    def backoff(self, requeues: int) -> float:
+        """Seconds before the ``requeues``-th requeue (Kueue's exponential backoff, without
+        its jitter of a ten-thousandth)."""
+        return float(min(self.backoff_base * 2.0 ** (requeues - 1), self.backoff_max))
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,13 @@ class AdmissionStage:
         self.clock = tenancy.clock
         self.queues = KueueQueues(self.admission) if self.clock.mode == "cycle" else None
         """Kueue's queues and cycle (None: the fixpoint clock, the Admission's own)."""
+        self.pods_ready = self.queues.pods_ready if self.queues is not None else None
+        """``waitForPodsReady`` (only under Kueue's cycle)."""
+        if tenancy.clock.pods_ready is not None and self.queues is None:
+            raise TenancyError(
+                f"{tenancy.source}: waitForPodsReady needs Kueue's cycle clock, not fixpoint"
+            )
+        self._requeues: dict[Any, int] = {}
         self.next_cycle: float | None = None
         """When the next scheduling cycle is due after :meth:`run` (None: at the next
         change), under a cycle period."""
@@ -332,6 +339,44 @@ class AdmissionStage:
             self.queues.submit(wl, now)
         else:
             self.admission.submit(wl)
+
+    def ready(self, job: Any) -> None:
+        """Admitted ``job`` started: its pods are ready (``waitForPodsReady``)."""
+        assert self.queues is not None
+        wl = self._workloads.get(job)
+        if wl is not None:
+            self.queues.ready(wl)
+
+    def pods_ready_timeout(self, job: Any, admitted: float, now: float) -> float | str | None:
+        """``waitForPodsReady``'s timeout of ``job``'s admission at ``admitted`` came at
+        ``now``: None if its pods became ready (or that admission is over); else it is evicted
+        (reason ``PodsReadyTimeout``, its quota free) and this returns the seconds after which
+        it queues again (:meth:`resubmit`), or, past ``backoffLimitCount`` requeues, why it is
+        deactivated (it no longer waits)."""
+        queues, pods_ready = self.queues, self.pods_ready
+        assert queues is not None and pods_ready is not None
+        wl = self._workloads.get(job)
+        if wl is None or wl not in queues.unready or wl.admitted_at != admitted:
+            return None
+        queues.not_ready(wl, now)
+        evicted = self.kueue.evicted[wl.cq]
+        evicted["PodsReadyTimeout"] = evicted.get("PodsReadyTimeout", 0) + 1
+        self._note(wl.cq, now)
+        n = self._requeues[job] = self._requeues.get(job, 0) + 1
+        limit = pods_ready.backoff_limit
+        if limit is not None and n > limit:
+            del self._workloads[job]
+            return (
+                f"deactivated by waitForPodsReady: its pods were not ready within "
+                f"{pods_ready.timeout:g} s after {n} admissions (backoffLimitCount {limit})"
+            )
+        return pods_ready.backoff(n)
+
+    def resubmit(self, job: Any, now: float) -> None:
+        """``job``, evicted by a PodsReady timeout, queues again after its backoff."""
+        assert self.queues is not None
+        self._requeued[job] = now
+        self.queues.submit(self._workloads[job], now)
 
     def finish(self, job: Any, now: float) -> None:
         """An admitted job ended: its quota is free again."""

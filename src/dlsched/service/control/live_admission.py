@@ -53,7 +53,13 @@ class LiveAdmission:
         from dlsched.tenancy.stage import AdmissionStage
 
         gpu_types = sorted({n.gpu_type for n in cluster.nodes if n.gpu_type})
-        self.stage = AdmissionStage(read_manifests(queues), QueueMap(), gpu_types, [], [])
+        tenancy = read_manifests(queues)
+        if tenancy.clock.pods_ready is not None:
+            raise ValueError(
+                f"{tenancy.source}: waitForPodsReady is modelled in simulations only; the live "
+                "service admits by quota and leaves waiting for pods to its back end"
+            )
+        self.stage = AdmissionStage(tenancy, QueueMap(), gpu_types, [], [])
         self._waiting: set[int] = set()
         self._admitted: set[int] = set()
         self._lock = threading.RLock()
