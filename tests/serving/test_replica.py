@@ -1,17 +1,13 @@
-"""The replica simulator: exact timings on small cases, and invariants on random ones."""
+"""The replica simulator: exact timings on small cases (invariants: test_schedulers.py)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
-import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from dlsched.serving.cluster import ROUTERS, STATE_ROUTERS, simulate_serving
-from dlsched.serving.config import PREEMPTIONS, SCHEDULERS, ReplicaConfig
+from dlsched.serving.cluster import simulate_serving
+from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.metrics import Slo, request_table, serving_summary
 from dlsched.serving.perf.linear import LinearIterationModel
 from dlsched.serving.requests import RequestSpec, RequestTrace
@@ -118,72 +114,6 @@ def test_a_request_that_can_never_fit_is_rejected_not_looped_on() -> None:
     assert summary["rejected"] == 1 and summary["served"] == 1
     assert summary["slo_attainment"] == 0.5
     assert summary["energy_j"] is None
-
-
-requests_strategy = st.lists(
-    st.tuples(st.floats(0, 5, allow_nan=False), st.integers(1, 200), st.integers(1, 120)),
-    min_size=1,
-    max_size=40,
-)
-
-
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    requests=requests_strategy,
-    scheduler=st.sampled_from(SCHEDULERS),
-    blocks=st.integers(4, 60),
-    replicas=st.integers(1, 3),
-    chunk=st.integers(2, 64),
-    max_seqs=st.integers(1, 8),
-    router=st.sampled_from(ROUTERS),
-    preemption=st.sampled_from(PREEMPTIONS),
-)
-def test_invariants(
-    requests: list[tuple[float, int, int]],
-    scheduler: str,
-    blocks: int,
-    replicas: int,
-    chunk: int,
-    max_seqs: int,
-    router: str,
-    preemption: str,
-) -> None:
-    if scheduler == "static" and router in STATE_ROUTERS:
-        router = "random"
-    config = ReplicaConfig(
-        scheduler,
-        blocks,
-        chunk_tokens=chunk,
-        max_seqs=max_seqs,
-        max_batch=max_seqs,
-        preemption=preemption,
-        swap_s_per_token=1e-4,
-    )
-    trace = _trace(*requests)
-    run = simulate_serving(trace, MODEL, config, replicas=replicas, router=router, seed=3)
-    log = run.log
-    arrival, prompts, outputs = trace.arrays()
-    for i in range(len(trace)):
-        fits = math.ceil((prompts[i] + outputs[i]) / 16) <= blocks
-        assert log.rejected[i] == (not fits)
-        if not fits:
-            assert math.isnan(log.finish[i]) and log.generated[i] == 0
-            continue
-        # Answered once, with exactly its tokens, and in order in time.
-        assert log.generated[i] == outputs[i]
-        assert arrival[i] <= log.first_token[i] <= log.last_token[i] <= log.finish[i]
-    # KV memory never over-committed on any replica, and every block given back.
-    assert all(peak <= blocks for peak in run.peak_blocks)
-    assert run.final_blocks == (0,) * replicas
-    table = request_table(run)
-    ttft = table.column("ttft").to_numpy(zero_copy_only=False)
-    e2e = table.column("e2e").to_numpy(zero_copy_only=False)
-    served = ~np.isnan(e2e)
-    assert (ttft[served] <= e2e[served]).all()
-    # Deterministic: the same inputs give the same outcome.
-    again = simulate_serving(trace, MODEL, config, replicas=replicas, router=router, seed=3)
-    assert request_table(again).equals(table)
-    assert again.log.gaps == log.gaps
 
 
 def test_least_outstanding_tokens_steers_around_a_long_request() -> None:
