@@ -349,7 +349,7 @@ def iteration_steps(
             next_sample = now + samples.every
 
         # KV caches that come back (swapped out, or from a prefill replica), first in line.
-        while waiting and len(admitted) < max_seqs:
+        while (swapped or transferred) and waiting and len(admitted) < max_seqs:
             i = waiting[0]
             if i not in swapped and i not in transferred:
                 break
@@ -420,7 +420,10 @@ def iteration_steps(
                 if epoch.get(i, 0) != ep or i not in base:
                     continue
                 b = base.pop(i)
-                used -= held_blocks(i, b + step)
+                if reserve:
+                    used -= -(-(prompts[i] + outputs[i]) // bt)
+                else:
+                    used -= -(-(b + step) // bt)
                 residue[b % bt] -= 1
                 sum_base -= b
                 ndec -= 1

@@ -89,7 +89,8 @@ class ReplicaView:
         """Tokens request ``i`` prefills in all: its prompt and the tokens it had generated
         before a preemption (recomputed). None when its KV cache comes back instead (step 2):
         it cannot be prefilled, and those behind it wait for it."""
-        if i in self._moved[0] or i in self._moved[1]:
+        transferred, swapped = self._moved
+        if (transferred or swapped) and (i in transferred or i in swapped):
             return None
         return self._prompts[i] + self._gen[i]
 
