@@ -47,7 +47,7 @@ def main() -> None:
     requests = day_pattern(conv.trace, span=DAY, mean_rate=4.0, seed=1)
     shape, gpu = MODELS["llama2-70b"], GPUS["a100-80gb"]
     model = deployment_model(shape.name, gpu.name, 8)
-    config = ReplicaConfig("continuous", kv_blocks(shape.name, gpu.name, 8))
+    config = ReplicaConfig("vllm", kv_blocks(shape.name, gpu.name, 8))
     power = serving_power(shape.name, gpu.name, 8)
     slo = Slo()
     capacity = measure_capacity(conv.trace, model, config, slo)

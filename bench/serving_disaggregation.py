@@ -3,7 +3,7 @@ SLO attainment of 90% (the Splitwise paper's comparison, Patel et al. ISCA'24).
 
 Four replicas of llama2-70b TP 8 on H100 (fitted model) serve the whole Azure 2023 code and
 conversation traces (``--traces``; the bundled slices when absent) with arrivals scaled by
-0.25, 0.5, ... 4: as one mixed pool (continuous batching), and split into k prefill and 4 - k
+0.25, 0.5, ... 4: as one mixed pool (vLLM's scheduler), and split into k prefill and 4 - k
 decode replicas with the KV cache moved over a 50 GB/s link (one 400 Gb/s NIC; an assumption
 of this bench). SLO: TTFT 2 s, mean TBT 0.2 s. Prints a Markdown table.
 
@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     shape, gpu = MODELS["llama2-70b"], GPUS["h100-80gb"]
     model = deployment_model(shape.name, gpu.name, 8)
-    config = ReplicaConfig("continuous", kv_blocks(shape.name, gpu.name, 8))
+    config = ReplicaConfig("vllm", kv_blocks(shape.name, gpu.name, 8))
     slo = Slo()
     setups: dict[str, Callable[[RequestTrace], ServingRun]] = {
         "mixed 4": lambda t: simulate_serving(t, model, config, REPLICAS)

@@ -1,5 +1,5 @@
 """Request routers on the Azure 2023 traces: 4 replicas of llama2-70b TP 8 on H100 (fitted
-model, continuous batching) at 1x and 2x the traces' arrival rates, under each router.
+model, vLLM's scheduler) at 1x and 2x the traces' arrival rates, under each router.
 Prints a Markdown table (SLO: TTFT 2 s, mean TBT 0.2 s) with each simulation's wall time.
 
     python bench/serving_routing.py [--traces ../shared/traces/inference/azure-llm-2023]
@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     shape, gpu = MODELS["llama2-70b"], GPUS["h100-80gb"]
     model = deployment_model(shape.name, gpu.name, 8)
-    config = ReplicaConfig("continuous", kv_blocks(shape.name, gpu.name, 8))
+    config = ReplicaConfig("vllm", kv_blocks(shape.name, gpu.name, 8))
     print(
         "| trace | load | router | SLO attainment | TTFT p99 (s) | TBT p99 (s) | E2E p99 (s) | "
         "wall (s) |\n|---|---|---|---|---|---|---|---|"

@@ -2,11 +2,11 @@
 
 Requests arrive as a Poisson process at ``--rate-per-replica`` x R per second with prompt
 and output lengths drawn from the Azure conversation trace (the shared one, else the bundled
-slice); llama2-70b on A100 TP8 with the fitted model, continuous batching, round robin.
+slice); llama2-70b on A100 TP8 with the fitted model, vLLM's scheduler, round robin.
 Prints the wall time of the simulation alone, of the summary, the decode iterations simulated
 and the peak RSS.
 
-    python bench/serving_scale.py [--requests 1000000] [--replicas 32] [--scheduler continuous]
+    python bench/serving_scale.py [--requests 1000000] [--replicas 32] [--scheduler vllm]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1_000_000)
     parser.add_argument("--replicas", type=int, default=32)
     parser.add_argument("--rate-per-replica", type=float, default=1.2)
-    parser.add_argument("--scheduler", default="continuous")
+    parser.add_argument("--scheduler", default="vllm")
     args = parser.parse_args()
     source = SHARED_CONV if SHARED_CONV.is_file() else bundled_requests_path("azure_conv_5000")
     lengths = Lengths(read_requests(source).trace)

@@ -270,7 +270,7 @@ def _check_outputs(name: str, checkout: Path) -> None:
         ],
         "mixed": ["mixed.parquet", "runs/mixed/summary.json"],
         "elastic": ["runs/ones/summary.json"],
-        "serving": [f"runs/serve/{s}/summary.json" for s in ("continuous", "chunked", "static")],
+        "serving": [f"runs/serve/{s}/summary.json" for s in ("vllm", "sarathi", "static")],
         "serving-shared": [
             "reports/azure-code/index.html",
             "runs/serve/split/summary.json",

@@ -271,7 +271,7 @@ def test_force_replaces_a_tenant_report_of_an_earlier_dlsched(root: Path, tmp_pa
 
 
 def test_a_serving_run_keeps_its_latency_report(tmp_path: Path) -> None:
-    run = serving_run(tmp_path / "serve", "--scheduler", "chunked")
+    run = serving_run(tmp_path / "serve", "--scheduler", "sarathi")
     report = tmp_path / "report"
     assert analyze(run, report).strip() == f"{run}: serving run; wrote {report / 'index.html'}"
     assert {p.name for p in report.iterdir()} == {

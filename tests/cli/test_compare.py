@@ -58,8 +58,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             root / "topology", "fifo", "--placement", "topology", "--comm-model", "tiers"
         ),
         "queues": reclaim_run(root / "reclaim"),
-        "continuous": serving_run(root / "continuous"),
-        "chunked": serving_run(root / "chunked", "--scheduler", "chunked"),
+        "vllm": serving_run(root / "vllm"),
+        "sarathi": serving_run(root / "sarathi", "--scheduler", "sarathi"),
     }
 
 
@@ -193,12 +193,12 @@ def test_json_is_an_object_per_run_with_ratios_to_the_first(runs: dict[str, Path
 
 
 def test_serving_runs_show_serving_figures_in_every_format(runs: dict[str, Path]) -> None:
-    pair = [runs["continuous"], runs["chunked"]]
+    pair = [runs["vllm"], runs["sarathi"]]
     rows = table_rows(ok(invoke("compare", *pair)).output)
     assert "avg JCT (s)" not in rows and "jobs" not in rows and "comm model" not in rows
     assert {"TTFT p99 (s)", "E2E p50 (s)", "energy (kWh)", "requests"} <= set(rows)
     records = read_csv(ok(invoke("compare", *pair, "--format", "csv")).output)
-    assert [r["scheduler"] for r in records] == ["continuous", "chunked"]
+    assert [r["scheduler"] for r in records] == ["vllm", "sarathi"]
     data = json.loads(ok(invoke("compare", *pair, "--format", "json")).output)
     for record, run in zip(data, pair, strict=True):
         s = summary_of(run)

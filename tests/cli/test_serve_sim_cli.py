@@ -21,7 +21,7 @@ def invoke(*args: str | Path) -> Result:
 
 def test_bundled_trace_writes_a_serving_run(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = invoke("azure_code_3000", "--out", out, "--replicas", "2", "--scheduler", "chunked")
+    result = invoke("azure_code_3000", "--out", out, "--replicas", "2", "--scheduler", "sarathi")
     assert result.exit_code == 0, result.output
     assert {p.name for p in out.iterdir()} == set(RUN_FILES)
     summary = json.loads((out / "summary.json").read_text())
@@ -39,7 +39,7 @@ def test_bundled_trace_writes_a_serving_run(tmp_path: Path) -> None:
     assert requests.num_rows == 3000
     assert set(requests.column("replica").to_pylist()) == {0, 1}
     config = json.loads((out / "config.json").read_text())
-    assert config["replica"]["scheduler"] == "chunked" and config["tp"] == 8
+    assert config["replica"]["scheduler"] == "sarathi" and config["tp"] == 8
     assert pq.read_table(out / "timeline.parquet").num_rows > 0
 
 
@@ -55,11 +55,21 @@ def test_progress_lines_unless_no_progress(tmp_path: Path, monkeypatch: pytest.M
 def test_options_a_run_cannot_honour_are_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cases = [
-        (["--max-batch", "8"], "--max-batch does not apply to scheduler 'continuous'"),
+        (["--max-batch", "8"], "--max-batch does not apply to scheduler 'vllm' (only to static)"),
         (["--scheduler", "static", "--chunk-tokens", "64"], "--chunk-tokens does not apply"),
         (["--tp", "1"], "no measurements of llama2-70b on 1 x a100-80gb"),
         (["--gpu", "v100"], "unknown GPU 'v100'"),
         (["--scheduler", "fcfs"], "unknown scheduler 'fcfs'"),
+        (["--scheduler", "orca", "--max-batched-tokens", "64"], "--max-batched-tokens does not"),
+        (["--scheduler", "vllm", "--tbt-target", "0.1"], "--tbt-target does not apply"),
+        (["--scheduler", "sarathi", "--no-chunked-prefill"], "--chunked-prefill does not"),
+        (["--scheduler", "sarathi", "--tbt-target", "0.1", "--chunk-tokens", "64"], "give one"),
+        (
+            ["--max-seqs", "512", "--max-batched-tokens", "256"],
+            "max_batched_tokens (256) must be at least max_seqs (512)",
+        ),
+        (["--scheduler", "orca", "--preemption", "swap"], "orca scheduler never preempts"),
+        (["--scheduler", "sarathi", "--tbt-target", "0.0001"], "tbt_target 0.0001 s is below"),
         (["--router", "least-loaded"], "unknown router 'least-loaded'"),
     ]
     for extra, message in cases:
@@ -91,11 +101,11 @@ def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
 
 
 def test_compare_shows_serving_figures_and_refuses_mixing_kinds(tmp_path: Path) -> None:
-    plain, chunked = tmp_path / "plain", tmp_path / "chunked"
+    plain, chunked = tmp_path / "plain", tmp_path / "sarathi"
     assert invoke("azure_conv_5000", "--out", plain, "--replicas", "2").exit_code == 0
     assert (
         invoke(
-            "azure_conv_5000", "--out", chunked, "--replicas", "2", "--scheduler", "chunked"
+            "azure_conv_5000", "--out", chunked, "--replicas", "2", "--scheduler", "sarathi"
         ).exit_code
         == 0
     )
@@ -130,8 +140,8 @@ def test_disaggregated_run_and_its_refusals(tmp_path: Path) -> None:
         (["--replicas", "2", "--prefill-replicas", "2"], "must leave a decode replica"),
         (["--replicas", "2", "--link-gbps", "100"], "--link-gbps needs --prefill-replicas"),
         (
-            ["--replicas", "2", "--prefill-replicas", "1", "--scheduler", "chunked"],
-            "runs the continuous scheduler",
+            ["--replicas", "2", "--prefill-replicas", "1", "--scheduler", "orca"],
+            "runs vllm or sarathi, not 'orca'",
         ),
     ]
     for extra, message in cases:

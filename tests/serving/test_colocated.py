@@ -24,7 +24,7 @@ from dlsched.serving.requests import RequestTrace
 from dlsched.trace.schema import Trace
 
 MODEL = LinearIterationModel(p0=0.010, p1=1e-4, p2=0.0, d0=0.020, d1=1e-3, d2=0.0)
-CONFIG = ReplicaConfig("continuous", 2000)
+CONFIG = ReplicaConfig("vllm", 2000)
 
 
 def _training(jobs: int, gpus: int, hours: float) -> Trace:

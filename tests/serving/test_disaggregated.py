@@ -18,7 +18,7 @@ KV = 1000  # bytes per token
 
 
 def _pools(blocks: int = 1000, prefill: int = 1, decode: int = 1) -> tuple[Pool, Pool]:
-    config = ReplicaConfig("continuous", blocks)
+    config = ReplicaConfig("vllm", blocks)
     return Pool(MODEL, config, prefill), Pool(MODEL, config, decode)
 
 
@@ -51,12 +51,13 @@ def test_every_token_once_and_memory_balanced_under_pressure() -> None:
     assert run.final_blocks == (0,) * 4
 
 
-def test_decode_pool_must_be_continuous_and_link_positive() -> None:
+def test_decode_pool_must_take_paged_kv_caches_and_link_positive() -> None:
     trace = RequestTrace.from_requests([RequestSpec(0.0, 10, 4)])
     prefill, _ = _pools()
-    with pytest.raises(ValueError, match="continuous"):
-        simulate_disaggregated(
-            trace, prefill, Pool(MODEL, ReplicaConfig("chunked", 100), 1), KV, 1e9
-        )
+    for scheduler in ("orca", "static"):
+        with pytest.raises(ValueError, match=f"runs vllm or sarathi .*not '{scheduler}'"):
+            simulate_disaggregated(
+                trace, prefill, Pool(MODEL, ReplicaConfig(scheduler, 100), 1), KV, 1e9
+            )
     with pytest.raises(ValueError, match="link bandwidth"):
         simulate_disaggregated(trace, *_pools(), KV, 0.0)

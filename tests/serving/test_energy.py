@@ -35,7 +35,7 @@ def test_measured_power_where_the_table_has_it_else_the_simulator_model() -> Non
 def test_energy_is_idle_over_the_span_plus_extra_over_busy_seconds() -> None:
     # Two requests on one replica, far apart: busy for their iterations, idle between.
     trace = RequestTrace.from_requests([RequestSpec(0.0, 100, 5), RequestSpec(10.0, 100, 5)])
-    run = simulate_serving(trace, MODEL, ReplicaConfig("continuous", 100))
+    run = simulate_serving(trace, MODEL, ReplicaConfig("vllm", 100))
     one = (0.010 + 100 * 1e-4) + 4 * 0.021  # prefill, then four decode steps of one request
     assert run.log.busy == pytest.approx([2 * one])
     power = ServingPower(idle_w=100.0, busy_extra_w=50.0, source="test")
@@ -48,7 +48,7 @@ def test_energy_is_idle_over_the_span_plus_extra_over_busy_seconds() -> None:
 def test_more_replicas_for_the_same_load_cost_more_idle_energy() -> None:
     trace = RequestTrace.from_requests([RequestSpec(0.5 * i, 200, 20) for i in range(40)])
     power = ServingPower(idle_w=100.0, busy_extra_w=50.0, source="test")
-    config = ReplicaConfig("continuous", 1000)
+    config = ReplicaConfig("vllm", 1000)
     one = serving_energy(simulate_serving(trace, MODEL, config, 1), power, 8)
     four = serving_energy(simulate_serving(trace, MODEL, config, 4), power, 8)
     assert four["energy_j"] > one["energy_j"]  # type: ignore[operator]

@@ -47,8 +47,8 @@ def _check(calls: list[tuple[int, int]], total: int, settled: int) -> None:
 @pytest.mark.parametrize(
     ("scheduler", "replicas", "router"),
     [
-        ("continuous", 2, "round-robin"),
-        ("chunked", 2, "least-outstanding-tokens"),
+        ("vllm", 2, "round-robin"),
+        ("sarathi", 2, "least-outstanding-tokens"),
         ("static", 1, "round-robin"),
     ],
 )
@@ -66,7 +66,7 @@ def test_replicas_report_requests_settled(scheduler: str, replicas: int, router:
 
 def test_disaggregated_counts_each_request_once() -> None:
     calls, report = _recorder()
-    config = ReplicaConfig("continuous", 600)
+    config = ReplicaConfig("vllm", 600)
     run = simulate_disaggregated(
         TRACE, Pool(MODEL, config, 1), Pool(MODEL, config, 2), 1 << 18, 50e9, progress=report
     )
@@ -76,7 +76,7 @@ def test_disaggregated_counts_each_request_once() -> None:
 
 def test_autoscaled_and_colocated_runs_report_one_rising_count() -> None:
     scaler = Autoscaler(capacity_rps=4.0, window_s=60.0, cold_start_s=10.0)
-    config = ReplicaConfig("continuous", 600)
+    config = ReplicaConfig("vllm", 600)
     calls, report = _recorder()
     run, _ = autoscaled_serving(TRACE, scaler, MODEL, config, report)
     _check(calls, len(TRACE), run.log.settled)

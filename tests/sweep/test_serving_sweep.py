@@ -22,22 +22,22 @@ def _rows(out: Path) -> list[dict[str, str]]:
 
 def test_serving_sweep_runs_every_cell_once_and_compares_them(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
-    grid = ["--requests", "azure_code_3000", "--scheduler", "continuous,chunked"]
+    grid = ["--requests", "azure_code_3000", "--scheduler", "vllm,sarathi"]
     result = invoke(*grid, "--replicas", "2", "--out", out, "--workers", "1")
     assert result.exit_code == 0, result.output
     assert "ran 2 cells, reused 0" in result.output
     rows = {r["scheduler"]: r for r in _rows(out)}
-    assert set(rows) == {"continuous", "chunked"}
+    assert set(rows) == {"vllm", "sarathi"}
     # Each row is its cell's summary: p99 time between tokens as the run directory says.
     summary = json.loads(
-        (out / "cells" / "chunked__round-robin__x1__r2__s0" / "summary.json").read_text()
+        (out / "cells" / "sarathi__round-robin__x1__r2__s0" / "summary.json").read_text()
     )
-    assert float(rows["chunked"]["tbt_p99_s"]) == summary["tbt_s"]["p99"]
+    assert float(rows["sarathi"]["tbt_p99_s"]) == summary["tbt_s"]["p99"]
     # Chunked prefill keeps decodes going beside long prompts (Sarathi-Serve's claim).
-    assert float(rows["chunked"]["tbt_p99_s"]) < float(rows["continuous"]["tbt_p99_s"])
-    assert float(rows["chunked"]["energy_kwh"]) > 0
+    assert float(rows["sarathi"]["tbt_p99_s"]) < float(rows["vllm"]["tbt_p99_s"])
+    assert float(rows["sarathi"]["energy_kwh"]) > 0
     table = (out / "table.md").read_text()
-    assert "| continuous | round-robin | 1.0 | 2 | 1 |" in table
+    assert "| vllm | round-robin | 1.0 | 2 | 1 |" in table
     again = invoke(*grid, "--replicas", "2", "--load-scale", "1,0.5", "--out", out)
     assert again.exit_code == 0, again.output
     assert "ran 2 cells, reused 2" in again.output
@@ -49,7 +49,7 @@ def test_serving_sweep_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     out = tmp_path / "bad"
     cases = [
         (["--requests", "azure_code_3000", "--policy", "fifo"], "--policy does not apply"),
-        (["--scheduler", "chunked", "--trace", "t.csv"], "--scheduler needs --requests"),
+        (["--scheduler", "sarathi", "--trace", "t.csv"], "--scheduler needs --requests"),
         (
             ["--requests", "azure_code_3000", "--scheduler", "static", "--router", "kv-aware"],
             "static scheduler cannot run under kv-aware",

@@ -71,8 +71,9 @@ COMMANDS: dict[str, Subcommand] = {
     "serve-sim": Subcommand(
         "dlsched.cli.serve_sim_cmd",
         "serve_sim",
-        "Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching "
-        "over paged KV memory) and write requests, replica timeline, config and summary to OUT.",
+        "Serve a request trace on LLM replicas (vLLM's, Sarathi-Serve's or Orca's iteration-level "
+        "scheduling over paged KV memory, or static batching) and write requests, replica "
+        "timeline, config and summary to OUT.",
     ),
     "compare": Subcommand(
         "dlsched.cli.compare_cmd",

@@ -15,16 +15,19 @@ from dlsched.cli.options import ForceOpt, ProgressOpt, one_trace
 from dlsched.cli.progress import job_progress
 from dlsched.cli.run_options import with_run_options
 from dlsched.serving.bundled import BUNDLED_REQUESTS
-from dlsched.serving.config import SCHEDULERS
 from dlsched.serving.names import PERF_MODELS, ROUTERS
+from dlsched.serving.schedulers import ALIASES, SCHEDULERS
 
 DEFAULT_LINK_GBPS = 400.0  # one 400 Gbit/s NIC per replica: an assumption, not a measurement
-# Scheduler options that only one scheduler reads: given to another, they are refused.
-ONLY_FOR = {
-    "--max-batch": ("static",),
-    "--max-batched-tokens": ("continuous",),
-    "--chunk-tokens": ("chunked",),
-    "--max-seqs": ("continuous", "chunked"),
+# Scheduler options and the ReplicaConfig field each sets: a scheduler whose ``options`` do
+# not name the field refuses the option.
+SCHEDULER_OPTIONS = {
+    "--max-batch": "max_batch",
+    "--max-batched-tokens": "max_batched_tokens",
+    "--chunked-prefill": "chunked_prefill",
+    "--chunk-tokens": "chunk_tokens",
+    "--tbt-target": "tbt_target",
+    "--max-seqs": "max_seqs",
 }
 
 
@@ -67,7 +70,14 @@ def serve_sim(
             f"{PERF_MODELS[2]} (one line per phase fitted to the measurements)."
         ),
     ] = "fitted",
-    scheduler: Annotated[str, typer.Option(help=", ".join(SCHEDULERS) + ".")] = "continuous",
+    scheduler: Annotated[
+        str,
+        typer.Option(
+            help=f"Replica scheduler: {', '.join(SCHEDULERS)} (or an installed one; "
+            + ", ".join(f"{a} = {b}" for a, b in ALIASES.items())
+            + ")."
+        ),
+    ] = "vllm",
     replicas: Annotated[
         int | None, typer.Option(help="Replicas behind the router (default 1).")
     ] = None,
@@ -78,14 +88,30 @@ def serve_sim(
         float, typer.Option(help="Arrivals L times faster than the trace's.")
     ] = 1.0,
     max_seqs: Annotated[
-        int | None, typer.Option(help="Requests a replica holds at once (default 256).")
+        int | None,
+        typer.Option(help="vllm, sarathi, orca: requests a replica holds at once (default 256)."),
     ] = None,
     max_batched_tokens: Annotated[
         int | None,
-        typer.Option(help="continuous: prompt tokens per prefill iteration (default 8192)."),
+        typer.Option(help="vllm: token budget per iteration, decodes and prompts (default 8192)."),
+    ] = None,
+    chunked_prefill: Annotated[
+        bool | None,
+        typer.Option(
+            "--chunked-prefill/--no-chunked-prefill",
+            help="vllm: cut prompts to the token budget (default on), or run them whole.",
+            show_default=False,
+        ),
     ] = None,
     chunk_tokens: Annotated[
-        int | None, typer.Option(help="chunked: token budget per iteration (default 512).")
+        int | None, typer.Option(help="sarathi: token budget per iteration (default 512).")
+    ] = None,
+    tbt_target: Annotated[
+        float | None,
+        typer.Option(
+            help="sarathi: derive the token budget from this time between tokens, s (the "
+            "largest prompt chunk whose iteration takes at most it)."
+        ),
     ] = None,
     max_batch: Annotated[
         int | None, typer.Option(help="static: requests per batch (default 16).")
@@ -94,7 +120,7 @@ def serve_sim(
         str,
         typer.Option(
             help="recompute (drop the KV cache, prefill again) or swap (to host memory "
-            "and back over PCIe); continuous and chunked."
+            "and back over PCIe); vllm and sarathi."
         ),
     ] = "recompute",
     pcie_gbps: Annotated[
@@ -113,7 +139,7 @@ def serve_sim(
         int | None,
         typer.Option(
             help="Disaggregate: this many of --replicas only prefill, the rest only decode "
-            "(continuous scheduler, round robin in each pool)."
+            "(vllm or sarathi, round robin in each pool)."
         ),
     ] = None,
     link_gbps: Annotated[
@@ -152,8 +178,9 @@ def serve_sim(
     progress: ProgressOpt = True,
     force: ForceOpt = False,
 ) -> None:
-    """Serve a request trace on LLM replicas (static, continuous or chunked-prefill batching
-    over paged KV memory) and write requests, replica timeline, config and summary to OUT.
+    """Serve a request trace on LLM replicas (vLLM's, Sarathi-Serve's or Orca's iteration-level
+    scheduling over paged KV memory, or static batching) and write requests, replica timeline,
+    config and summary to OUT.
 
     --cluster and --policy are those of dlsched simulate and apply with --beside (the cluster
     both share; the policy over training and replicas, serving-first by default); --seed seeds
@@ -178,6 +205,7 @@ def serve_sim(
     from dlsched.serving.metrics import Slo
     from dlsched.serving.perf.deployment import deployment_model
     from dlsched.serving.readers.read import read_requests
+    from dlsched.serving.replica import scheduler_for
     from dlsched.serving.replica_count import replica_steps
     from dlsched.serving.rundir import write_serving_run
     from dlsched.trace.read import read_trace
@@ -189,15 +217,12 @@ def serve_sim(
         given = {
             "--max-batch": max_batch,
             "--max-batched-tokens": max_batched_tokens,
+            "--chunked-prefill": chunked_prefill,
             "--chunk-tokens": chunk_tokens,
+            "--tbt-target": tbt_target,
             "--max-seqs": max_seqs,
         }
-        for flag, value in given.items():
-            if value is not None and scheduler not in ONLY_FOR[flag]:
-                raise ValueError(
-                    f"{flag} does not apply to scheduler {scheduler!r} (only to "
-                    f"{', '.join(ONLY_FOR[flag])})"
-                )
+        scheduler = _check_scheduler_options(scheduler, given)
         scaling = {
             "--window": window,
             "--headroom": headroom,
@@ -228,14 +253,7 @@ def serve_sim(
         if not len(trace):
             raise ValueError(f"{path}: no request to serve")
         iteration_model = deployment_model(model, gpu, tp, perf_model)
-        limits = {
-            "max_seqs": max_seqs,
-            "max_batched_tokens": max_batched_tokens,
-            "chunk_tokens": chunk_tokens,
-            "max_batch": max_batch,
-        }
-        if preemption == "swap" and scheduler == "static":
-            raise ValueError("--preemption swap: the static scheduler never preempts")
+        limits: dict[str, Any] = {SCHEDULER_OPTIONS[f]: value for f, value in given.items()}
         if pcie_gbps is not None and preemption != "swap":
             raise ValueError("--pcie-gbps needs --preemption swap (nothing moves without it)")
         link_bytes = None if pcie_gbps is None else pcie_gbps * 1e9
@@ -248,6 +266,7 @@ def serve_sim(
             ),
             **{k: v for k, v in limits.items() if v is not None},
         )
+        scheduler_for(config, iteration_model)  # a scheduler refuses what it cannot run
         slo = Slo(slo_ttft, slo_tbt)
         link = (link_gbps or DEFAULT_LINK_GBPS) * 1e9 / 8
         extra: dict[str, object] = {}
@@ -332,6 +351,25 @@ def _refuse_given(options: Mapping[str, object], why: str) -> None:
             raise ValueError(f"{flag} {why}")
 
 
+def _check_scheduler_options(scheduler: str, given: Mapping[str, object]) -> str:
+    """The scheduler ``scheduler`` names (an alias resolved), after refusing, naming it, the
+    first option of ``given`` (not None) that it does not read."""
+    from dlsched.serving.schedulers import replica_schedulers, resolve
+
+    name = resolve(scheduler)
+    found = replica_schedulers()
+    reads = found[name].options
+    for flag, value in given.items():
+        if value is not None and SCHEDULER_OPTIONS[flag] not in reads:
+            users = [n for n in found if SCHEDULER_OPTIONS[flag] in found[n].options]
+            raise ValueError(
+                f"{flag} does not apply to scheduler {name!r} (only to {', '.join(users)})"
+            )
+    if given.get("--tbt-target") is not None and given.get("--chunk-tokens") is not None:
+        raise ValueError("--tbt-target derives the budget --chunk-tokens gives: give one")
+    return name
+
+
 def _check_disaggregation(
     prefill: int | None, link_gbps: float | None, replicas: int, scheduler: str, router: str
 ) -> None:
@@ -345,8 +383,11 @@ def _check_disaggregation(
             f"--prefill-replicas must leave a decode replica: 1..{replicas - 1} of "
             f"--replicas {replicas}, got {prefill}"
         )
-    if scheduler != "continuous":
-        raise ValueError(f"--prefill-replicas runs the continuous scheduler, not {scheduler!r}")
+    from dlsched.serving.replica import decode_replica_schedulers
+
+    able = decode_replica_schedulers()
+    if scheduler not in able:
+        raise ValueError(f"--prefill-replicas runs {' or '.join(able)}, not {scheduler!r}")
     if router != "round-robin":
         raise ValueError(f"--prefill-replicas routes round robin in each pool, not {router!r}")
     if link_gbps is not None and not link_gbps > 0:

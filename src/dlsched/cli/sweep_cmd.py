@@ -41,7 +41,7 @@ def sweep(
         ),
     ] = None,
     scheduler: Annotated[
-        ListOpt, typer.Option(help="With --requests: schedulers (continuous).")
+        ListOpt, typer.Option(help="With --requests: replica schedulers (vllm).")
     ] = None,
     router: Annotated[ListOpt, typer.Option(help="With --requests: routers (round-robin).")] = None,
     replicas: Annotated[ListOpt, typer.Option(help="With --requests: replica counts (1).")] = None,
@@ -126,7 +126,7 @@ def _sweep_serving(
         seed_values = [int(_number(v, "--seed", whole=True)) for v in given.get("seed", ())]
         serving_grid = ServingGrid(
             requests,
-            schedulers=split_list(axes["--scheduler"], "--scheduler") or ("continuous",),
+            schedulers=split_list(axes["--scheduler"], "--scheduler") or ("vllm",),
             routers=split_list(axes["--router"], "--router") or ("round-robin",),
             load_scales=tuple(scales) or (1.0,),
             replicas=tuple(counts) or (1,),

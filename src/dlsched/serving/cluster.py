@@ -123,7 +123,7 @@ def _simulate_routed(
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, got {replicas}")
     if config.scheduler == "static":
-        raise ValueError(f"router {router!r} needs the continuous or chunked scheduler")
+        raise ValueError(f"router {router!r} needs an iteration-level scheduler, not static")
     requests = request_columns(trace)
     log = ServingLog(len(trace), progress=progress)
     samples = ReplicaSamples(every=sample_every)

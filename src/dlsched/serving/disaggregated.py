@@ -19,7 +19,12 @@ from dlsched.serving.cluster import ServingRun, assign_replicas, gather, request
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
 from dlsched.serving.perf.model import IterationModel
-from dlsched.serving.replica import ReplicaSamples, RequestColumns, simulate_replica
+from dlsched.serving.replica import (
+    ReplicaSamples,
+    RequestColumns,
+    check_decode_replica,
+    simulate_replica,
+)
 from dlsched.serving.requests import RequestTrace
 
 
@@ -51,8 +56,7 @@ def simulate_disaggregated(
     the decode pool runs (a request that goes on to it settles there). Deterministic."""
     if not link_bytes_per_s > 0:
         raise ValueError(f"link bandwidth must be positive, got {link_bytes_per_s:g} B/s")
-    if decode.config.scheduler != "continuous":
-        raise ValueError("the decode pool runs the continuous scheduler")
+    check_decode_replica(decode.config)
     requests = request_columns(trace)
     prompts, outputs = requests.prompts, requests.outputs
     log = ServingLog(len(trace))

@@ -1,16 +1,19 @@
-"""One serving replica, simulated iteration by iteration: continuous batching with paged KV
-memory (optionally with chunked prefill) and static batching.
+"""One serving replica, simulated iteration by iteration under a replica scheduler
+(:mod:`dlsched.serving.schedulers`: its contract is in
+:mod:`dlsched.serving.schedulers.base`), or request by request under static batching.
 
 Event-driven at iteration granularity: the replica runs one iteration at a time, each as long
-as the performance model says for its batch; arrivals join at the next iteration boundary,
-and an idle replica jumps to the next arrival. The cost per decode step does not grow with
-the batch: a running request's context is ``base + step`` (``step`` counts the replica's
-decode steps), so the batch's context total is kept as a sum, requests are retired from a
-heap keyed by the step they finish at, and the KV blocks a step needs are counted by context
-residue modulo the block size (a request needs a new block exactly when its context is a
-multiple of the block size).
+as the performance model says for its composition (prefill chunks and decodes together);
+arrivals join at the next iteration boundary, and an idle replica jumps to the next arrival.
+The cost per decode step does not grow with the batch: every running request decodes in
+every iteration, and a running request's context is ``base + step`` (``step`` counts the
+replica's decode steps), so the batch's context total is kept as a sum, requests are retired
+from a heap keyed by the step they finish at, and the KV blocks a step needs are counted by
+context residue modulo the block size (a request needs a new block exactly when its context
+is a multiple of the block size). The scheduler is asked only when a prompt is part-way or
+waiting.
 
-KV memory (vLLM's policy): a prompt is admitted only while its blocks fit beside the
+KV memory (vLLM's policy): a request is admitted only while its blocks fit beside the
 watermark; when a decode step needs more blocks than are free, the newest admitted requests
 are preempted and recomputed later (their prompt and the tokens they had generated are
 prefilled again, and generation continues where it stopped). The oldest admitted request is
@@ -29,6 +32,13 @@ from dataclasses import dataclass, field
 from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.log import ServingLog
 from dlsched.serving.perf.model import IterationModel, chunk_pairs
+from dlsched.serving.schedulers import replica_schedulers
+from dlsched.serving.schedulers.base import ReplicaScheduler, ReplicaView
+
+Observer = Callable[[float, int, int, int, int, int], None]
+"""Called after every iteration of an iteration-level replica with its end time, prefill
+tokens, prefill chunks, decoding requests, the KV blocks in use during it and the requests
+holding memory (for tests and benches)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,33 @@ class ReplicaSamples:
         self.kv_used.append(kv)
 
 
+def scheduler_for(config: ReplicaConfig, model: IterationModel) -> ReplicaScheduler:
+    """The scheduler ``config`` names, built for ``model``; ValueError when it cannot run
+    ``config`` (one line naming why)."""
+    cls = replica_schedulers()[config.scheduler]
+    if config.preemption == "swap" and not cls.preempts:
+        raise ValueError(f"--preemption swap: the {cls.name} scheduler never preempts")
+    return cls(config, model)
+
+
+def decode_replica_schedulers() -> tuple[str, ...]:
+    """The schedulers that can run the decode replica of a disaggregated deployment."""
+    found = replica_schedulers()
+    return tuple(n for n in found if found[n].iteration_level and found[n].decode_replica)
+
+
+def check_decode_replica(config: ReplicaConfig) -> None:
+    """ValueError (one line) unless ``config``'s scheduler can run a decode replica: requests
+    arrive there with their prompt's KV cache, which only a scheduler of paged blocks that
+    admits them into the running decodes takes."""
+    able = decode_replica_schedulers()
+    if config.scheduler not in able:
+        raise ValueError(
+            f"a decode replica runs {' or '.join(able)} (paged KV blocks taking transferred "
+            f"caches), not {config.scheduler!r}"
+        )
+
+
 def simulate_replica(
     index: int,
     ids: Sequence[int],
@@ -83,6 +120,7 @@ def simulate_replica(
     samples: ReplicaSamples,
     prefilled: bool = False,
     start: float = 0.0,
+    observe: Observer | None = None,
 ) -> tuple[int, int]:
     """Serve requests ``ids`` (indices into ``requests``, in arrival order) on replica
     ``index``, writing outcomes to ``log``. Returns the most KV blocks in
@@ -92,14 +130,18 @@ def simulate_replica(
     ``prefilled``: a decode replica of a disaggregated deployment — every request arrives with
     its prompt's KV cache and its first token (``log.first_token``) from a prefill replica,
     so it joins the decodes once its blocks are free, without a prefill here (a request
-    preempted here is recomputed here). Only the ``continuous`` scheduler takes this.
-    ``start``: when the replica is ready (requests that arrived earlier wait for it)."""
-    if prefilled and config.scheduler != "continuous":
-        raise ValueError(f"a decode replica runs the continuous scheduler, not {config.scheduler}")
-    if config.scheduler == "static":
+    preempted here is recomputed here); only the schedulers of
+    :func:`decode_replica_schedulers` take this. ``start``: when the replica is ready
+    (requests that arrived earlier wait for it). ``observe``: see :data:`Observer`."""
+    if prefilled:
+        check_decode_replica(config)
+    scheduler = scheduler_for(config, model)
+    if not scheduler.iteration_level:
         return _static(index, ids, requests, config, model, log, samples, start)
     transferred = set(ids) if prefilled else set()
-    steps = iteration_steps(index, ids, requests, config, model, log, samples, transferred, start)
+    steps = iteration_steps(
+        index, ids, requests, config, model, log, samples, transferred, start, None, observe
+    )
     try:
         next(steps)
     except StopIteration as done:
@@ -146,35 +188,39 @@ def iteration_steps(
     transferred: set[int],
     start: float,
     state: ReplicaState | None = None,
+    observe: Observer | None = None,
 ) -> Generator[float, bool | None, tuple[int, int]]:
-    """The continuous or chunked replica as a generator. Without ``state`` it serves ``ids``
-    to the end without yielding. With ``state``, ``ids`` may grow while it runs (a router
-    appends to it): it yields its clock after every iteration and ``inf`` when it has nothing
-    to do, keeping ``state`` current; sending True at an ``inf`` ends it. Returns the most KV
-    blocks in use at once and the blocks still in use at the end."""
+    """An iteration-level replica as a generator. Without ``state`` it serves ``ids`` to the
+    end without yielding. With ``state``, ``ids`` may grow while it runs (a router appends to
+    it): it yields its clock after every iteration and ``inf`` when it has nothing to do,
+    keeping ``state`` current; sending True at an ``inf`` ends it. Returns the most KV blocks
+    in use at once and the blocks still in use at the end."""
+    scheduler = scheduler_for(config, model)
+    if not scheduler.iteration_level:
+        raise ValueError(f"the {scheduler.name} scheduler does not run iteration by iteration")
+    plan = scheduler.plan
+    reserve = scheduler.reserves_output
     arrivals, prompts, outputs = requests.arrivals, requests.prompts, requests.outputs
-    chunked = config.scheduler == "chunked"
     bt = config.block_tokens
     total = config.kv_blocks
     limit = total - config.watermark_blocks
-    max_seqs, max_tokens, budget_tokens = (
-        config.max_seqs,
-        config.max_batched_tokens,
-        config.chunk_tokens,
-    )
+    max_seqs = config.max_seqs
     step_time = model.iteration_time
     gen, first, finish, last = log.generated, log.first_token, log.finish, log.last_token
 
     waiting: deque[int] = deque()
     admitted: dict[int, None] = {}  # every request holding KV blocks, oldest first
-    prefilling: dict[int, int] = {}  # chunked: request -> prompt tokens prefilled so far
-    reserved: dict[int, int] = {}  # chunked: blocks reserved for a prompt being prefilled
+    prefilling: dict[int, int] = {}  # request -> prompt tokens prefilled so far
+    reserved: dict[int, int] = {}  # blocks held by a prompt being prefilled
     base: dict[int, int] = {}  # decoding request -> context minus decode steps
     joined_at: dict[int, int] = {}  # decoding request -> decode step it joined at
     run_start: dict[int, float] = {}  # decoding request -> when its run's first token came
     lost_at: dict[int, float] = {}  # preempted request -> when its last token came
     swap = config.preemption == "swap"
     swapped: set[int] = set()  # requests whose KV cache waits in host memory
+    view = ReplicaView(
+        prompts, outputs, gen, (transferred, swapped), bt, reserve, prefilling, waiting
+    )
     copying = 0.0  # seconds of KV copies over PCIe that stall the next iteration
     epoch: dict[int, int] = {}
     heap: list[tuple[int, int, int]] = []  # (decode step it finishes at, request, epoch)
@@ -185,6 +231,10 @@ def iteration_steps(
     sum_base = ndec = 0
     now = last_decode = next_sample = start
     ptr = 0
+
+    def held_blocks(i: int, context: int) -> int:
+        """Blocks request ``i`` holds with ``context`` tokens cached."""
+        return -(-(prompts[i] + outputs[i]) // bt) if reserve else -(-context // bt)
 
     def preempt_newest() -> int:
         """Preempt the newest admitted request; the blocks it frees."""
@@ -198,7 +248,7 @@ def iteration_steps(
             freed = reserved.pop(victim)
         else:
             b = base.pop(victim)
-            freed = -(-(b + step) // bt)
+            freed = held_blocks(victim, b + step)
             residue[b % bt] -= 1
             sum_base -= b
             ndec -= 1
@@ -217,9 +267,10 @@ def iteration_steps(
             state.queued_blocks += -(-back // bt)
         return freed
 
-    def deliver(i: int, context: int) -> None:
-        """Request ``i`` got a token from a prefill of ``context`` tokens (at ``now``)."""
-        nonlocal used, sum_base, ndec
+    def deliver(i: int, context: int, holding: int) -> None:
+        """Request ``i``, holding ``holding`` blocks, got a token from a prefill of
+        ``context`` tokens (at ``now``)."""
+        nonlocal used
         got = gen[i] + 1
         gen[i] = got
         if math.isnan(first[i]):
@@ -230,10 +281,11 @@ def iteration_steps(
             finish[i] = last[i] = now
             log.settled += 1
             del admitted[i]
-            used -= -(-context // bt)
+            used -= holding
             if state is not None:
                 state.outstanding -= prompts[i] + outputs[i]
             return
+        used += held_blocks(i, context) - holding
         join(i, context, now)
 
     def join(i: int, context: int, started: float) -> None:
@@ -250,14 +302,15 @@ def iteration_steps(
         heapq.heappush(heap, (step + outputs[i] - gen[i], i, epoch.get(i, 0)))
         joiners.append(i)
 
-    def admit(i: int, need: int) -> None:
-        """Admit ``i``, the first waiting request, into ``need`` KV blocks."""
+    def admit(i: int, need: int, queued: int) -> None:
+        """Admit ``i``, the first waiting request, into ``need`` KV blocks (``queued``: the
+        blocks a router counted it as waiting for)."""
         nonlocal used
         waiting.popleft()
         admitted[i] = None
         used += need
         if state is not None:
-            state.queued_blocks -= need
+            state.queued_blocks -= queued
 
     def resumed_context(i: int) -> int:
         """KV tokens request ``i`` brings back: its prompt from a prefill replica, or every
@@ -274,6 +327,9 @@ def iteration_steps(
         swapped.discard(i)
         copying += context * config.swap_s_per_token
         join(i, context, lost_at.pop(i))
+
+    def broken(what: str) -> RuntimeError:
+        return RuntimeError(f"replica scheduler {scheduler.name!r} {what}")
 
     while True:
         if ptr < len(ids) and arrivals[ids[ptr]] <= now:
@@ -292,85 +348,57 @@ def iteration_steps(
             samples.add(now, index, len(admitted), len(waiting), used / total)
             next_sample = now + samples.every
 
-        # Decode blocks first: running requests keep generating before new prompts are taken
-        # (chunked), or are stalled by them only when a prefill iteration is chosen (plain).
-        prefill_tokens = 0
-        pairs = 0.0
-        seqs = 0  # prompts or chunks prefilled
-        batch: list[int] = []
-        if not chunked:
-            while waiting and len(admitted) < max_seqs:
-                i = waiting[0]
-                moved = i in transferred or i in swapped
-                context = resumed_context(i) if moved else prompts[i] + gen[i]
-                need = -(-context // bt)
-                if batch and not moved and prefill_tokens + context > max_tokens:
-                    break
-                if used + need > limit:
-                    break
-                admit(i, need)
-                if moved:
-                    resume(i, context)
-                    continue
-                prefill_tokens += context
-                pairs += chunk_pairs(context, 0)
-                seqs += 1
-                batch.append(i)
-        else:
-            # Swapped requests come back before the decode step counts the blocks it needs.
-            while waiting and waiting[0] in swapped and len(admitted) < max_seqs:
-                i = waiting[0]
-                context = resumed_context(i)
-                need = -(-context // bt)
-                if used + need > limit:
-                    break
-                admit(i, need)
-                resume(i, context)
-        decode = ndec > 0 and (chunked or not batch)
-        if decode:
+        # KV caches that come back (swapped out, or from a prefill replica), first in line.
+        while (swapped or transferred) and waiting and len(admitted) < max_seqs:
+            i = waiting[0]
+            if i not in swapped and i not in transferred:
+                break
+            context = resumed_context(i)
+            need = held_blocks(i, context)
+            if used + need > limit:
+                break
+            admit(i, need, -(-context // bt))
+            resume(i, context)
+        # Every running request decodes; the newest make way when blocks run out.
+        preempted = False
+        if ndec and not reserve:
             need = residue[-step % bt]
             while used + need > total:
                 victim_base = base.get(next(reversed(admitted)))
                 if victim_base is not None and (victim_base + step) % bt == 0:
                     need -= 1
                 used -= preempt_newest()
+                preempted = True
             used += need
+        prefill_tokens = seqs = 0
+        pairs = 0.0
         completed: list[tuple[int, int]] = []
-        if chunked:
-            budget = budget_tokens - ndec
-            for i, done in prefilling.items():
-                if budget <= 0:
-                    break
+        if prefilling or waiting:
+            view.decodes, view.held, view.free = ndec, len(admitted), limit - used
+            view.preempted = preempted
+            for i, take in plan(view):
+                done = prefilling.get(i)
                 context = prompts[i] + gen[i]
-                take = min(context - done, budget)
-                budget -= take
+                if done is None:
+                    if not waiting or waiting[0] != i or i in swapped or i in transferred:
+                        raise broken(f"took request {i}, not the first waiting one")
+                    need = held_blocks(i, context)
+                    if used + need > limit:
+                        raise broken(f"admitted request {i} without free KV blocks")
+                    admit(i, need, -(-context // bt))
+                    reserved[i] = need
+                    done = 0
+                if not 0 < take <= context - done:
+                    raise broken(f"gave request {i} {take} tokens, {context - done} left")
                 prefill_tokens += take
                 pairs += chunk_pairs(take, done)
                 seqs += 1
                 prefilling[i] = done + take
                 if done + take == context:
                     completed.append((i, context))
-            while budget > 0 and waiting and len(admitted) < max_seqs:
-                i = waiting[0]
-                if i in swapped:
-                    break  # it waits to come back before the decode step, first in line
-                context = prompts[i] + gen[i]
-                need = -(-context // bt)
-                if used + need > limit:
-                    break
-                admit(i, need)
-                reserved[i] = need
-                take = min(context, budget)
-                budget -= take
-                prefill_tokens += take
-                pairs += chunk_pairs(take, 0)
-                seqs += 1
-                prefilling[i] = take
-                if take == context:
-                    completed.append((i, context))
         if used > peak:
             peak = used
-        if decode:
+        if ndec:
             duration = step_time(prefill_tokens, pairs, seqs, ndec, sum_base + ndec * step)
         else:
             duration = step_time(prefill_tokens, pairs, seqs, 0, 0)
@@ -378,7 +406,9 @@ def iteration_steps(
         copying = 0.0
         now += duration
         log.ran(index, duration)
-        if decode:
+        if observe is not None:
+            observe(now, prefill_tokens, seqs, ndec, used, len(admitted))
+        if ndec:
             step += 1
             log.gap(now - last_decode, ndec - len(joiners))
             for j in joiners:
@@ -390,7 +420,10 @@ def iteration_steps(
                 if epoch.get(i, 0) != ep or i not in base:
                     continue
                 b = base.pop(i)
-                used -= -(-(b + step) // bt)
+                if reserve:
+                    used -= -(-(prompts[i] + outputs[i]) // bt)
+                else:
+                    used -= -(-(b + step) // bt)
                 residue[b % bt] -= 1
                 sum_base -= b
                 ndec -= 1
@@ -400,14 +433,9 @@ def iteration_steps(
                 log.settled += 1
                 if state is not None:
                     state.outstanding -= prompts[i] + outputs[i]
-        if chunked:
-            for i, context in completed:
-                del prefilling[i]
-                reserved.pop(i)
-                deliver(i, context)
-        else:
-            for i in batch:
-                deliver(i, prompts[i] + gen[i])
+        for i, context in completed:
+            del prefilling[i]
+            deliver(i, context, reserved.pop(i))
         if state is not None:
             state.free_blocks, state.held = total - used, len(admitted) + len(waiting)
             yield now

@@ -26,13 +26,14 @@ from dlsched.outdir import write_file_atomic
 from dlsched.serving.arrivals import scale_rate
 from dlsched.serving.bundled import BUNDLED_REQUESTS, bundled_requests_path
 from dlsched.serving.cluster import ROUTERS, STATE_ROUTERS, simulate_serving
-from dlsched.serving.config import SCHEDULERS, ReplicaConfig
+from dlsched.serving.config import ReplicaConfig
 from dlsched.serving.energy import plain_extra
 from dlsched.serving.hardware import kv_blocks
 from dlsched.serving.metrics import Slo
 from dlsched.serving.perf.deployment import deployment_model
 from dlsched.serving.readers.read import read_requests
 from dlsched.serving.rundir import write_serving_run
+from dlsched.serving.schedulers import resolve
 from dlsched.sweep.grid import GridError
 from dlsched.sweep.report import csv_text, figures, markdown
 
@@ -76,7 +77,7 @@ class ServingGrid:
     tensor-parallel degree) under one SLO."""
 
     requests: str
-    schedulers: tuple[str, ...] = ("continuous",)
+    schedulers: tuple[str, ...] = ("vllm",)
     routers: tuple[str, ...] = ("round-robin",)
     load_scales: tuple[float, ...] = (1.0,)
     replicas: tuple[int, ...] = (1,)
@@ -88,10 +89,13 @@ class ServingGrid:
     slo_tbt: float = 0.2
 
     def __post_init__(self) -> None:
-        for name, known in (("schedulers", SCHEDULERS), ("routers", ROUTERS)):
-            for value in getattr(self, name):
-                if value not in known:
-                    raise GridError(f"{name}: unknown {value!r}; expected one of {known}")
+        try:
+            object.__setattr__(self, "schedulers", tuple(resolve(s) for s in self.schedulers))
+        except ValueError as exc:
+            raise GridError(f"schedulers: {exc}") from None
+        for value in self.routers:
+            if value not in ROUTERS:
+                raise GridError(f"routers: unknown {value!r}; expected one of {ROUTERS}")
         for name in ("schedulers", "routers", "load_scales", "replicas", "seeds"):
             values = getattr(self, name)
             if not values or len(set(values)) != len(values):
