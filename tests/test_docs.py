@@ -127,12 +127,15 @@ def test_the_guide_runs_as_written_in_one_directory(tmp_path: Path) -> None:
         assert quota[(policy, "philly-cohort")] < 0.65 * quota[(policy, "philly-isolated")]
     assert (checkout / "report/cohort/tenants/usage.png").is_file()
 
-    # Page 4: two replicas saturate, four meet the SLO; the training policy moves training JCT.
+    # Page 4: two replicas batch so deep that tokens come slowly, four meet the SLO;
+    # the training policy moves training JCT.
     def summary(run: str) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((checkout / run / "summary.json").read_text())
         return data
 
-    assert summary("runs/serve/two")["slo_attainment"] < 0.2
+    two = summary("runs/serve/two")
+    assert two["slo_attainment"] < 0.8
+    assert two["tbt_s"]["p99"] > 0.2
     assert summary("runs/serve/four")["slo_attainment"] > 0.95
     first = summary("runs/serve/first")["training"]["training_avg_jct_s"]
     fifo_jct = summary("runs/serve/fifo")["training"]["training_avg_jct_s"]

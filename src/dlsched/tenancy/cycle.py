@@ -46,9 +46,9 @@ admitted (:meth:`KueueQueues.drain`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
 from typing import Any
 
+from dlsched.tenancy.active_queue import PendingQueue, shape_of
 from dlsched.tenancy.admission import (
     FIT,
     NO_FIT,
@@ -114,9 +114,9 @@ class KueueQueues:
     def __init__(self, admission: Admission) -> None:
         self.admission = admission
         n = len(admission.cqs)
-        self._active: list[list[tuple[int, float, int, Workload]]] = [[] for _ in range(n)]
-        self._in_active: set[Workload] = set()
-        self._inadmissible: list[dict[Workload, None]] = [{} for _ in range(n)]
+        self._ready: set[int] = set()
+        """ClusterQueues whose active queue is not empty."""
+        self._pending = [PendingQueue(cq, self._ready) for cq in range(n)]
         # Shapes (with priority) bulk-moved to inadmissible per queue: a new workload of one
         # goes there directly until the tree's inadmissible workloads are requeued.
         self._bulk: list[set[Any]] = [set() for _ in range(n)]
@@ -142,18 +142,12 @@ class KueueQueues:
             adm.flavor_options(wl)
         cq = wl.cq
         if namespace is not None and not adm.namespace_matches(cq, namespace):
-            self._inadmissible[cq][wl] = None
+            self._pending[cq].park(wl, self._order(wl), grouped=False)
             return
-        if self._best_effort[cq] and (wl.shape_key(), wl.priority) in self._bulk[cq]:
-            self._inadmissible[cq][wl] = None
+        if self._best_effort[cq] and shape_of(wl) in self._bulk[cq]:
+            self._pending[cq].park(wl, self._order(wl), grouped=True)
             return
-        self._push(wl)
-
-    def _push(self, wl: Workload) -> None:
-        if wl in self._in_active:
-            return
-        self._in_active.add(wl)
-        heappush(self._active[wl.cq], (*self._order(wl), wl))
+        self._pending[cq].push(wl, self._order(wl))
 
     def _order(self, wl: Workload) -> tuple[int, float, int]:
         at = self._queued_at.get(wl)
@@ -164,49 +158,38 @@ class KueueQueues:
         cq = wl.cq
         if self._preemptor[cq] is wl:
             self._preemptor[cq] = None
-        if wl in self._inadmissible[cq]:
-            del self._inadmissible[cq][wl]
-            return True
-        if wl not in self._in_active:
-            return False
-        self._in_active.discard(wl)
-        heap = self._active[cq]
-        heap[:] = [e for e in heap if e[3] is not wl]
-        heap.sort()
-        return True
+        return self._pending[cq].remove(wl)
 
     def active(self, cq: int) -> list[Workload]:
         """The workloads of ``cq``'s active queue, in queue order."""
-        entries = sorted(self._active[cq])
-        found = [e[3] for e in entries]
+        found = self._pending[cq].active()
         sticky = self._preemptor[cq]
-        if sticky is not None and sticky in self._in_active:
+        if sticky is not None and self._pending[cq].is_active(sticky):
             found.remove(sticky)
             found.insert(0, sticky)
         return found
 
     def inadmissible(self, cq: int) -> list[Workload]:
         """The inadmissible workloads of ``cq``, in queue order."""
-        return sorted(self._inadmissible[cq], key=self._order)
+        return self._pending[cq].inadmissible()
 
     def pending(self, cq: int) -> int:
-        return len(self._active[cq]) + len(self._inadmissible[cq])
+        queue = self._pending[cq]
+        return queue.n_active + queue.n_inadmissible
+
+    def counts(self, cq: int) -> tuple[int, int]:
+        """How many workloads of ``cq`` are active and how many inadmissible."""
+        queue = self._pending[cq]
+        return queue.n_active, queue.n_inadmissible
 
     def _head(self, cq: int) -> Workload | None:
         """Pop ``cq``'s head (module docstring, step 1)."""
         sticky = self._preemptor[cq]
-        if sticky is not None and sticky in self._in_active and self._best_effort[cq]:
-            self._in_active.discard(sticky)
-            heap = self._active[cq]
-            heap[:] = [e for e in heap if e[3] is not sticky]
-            heap.sort()
+        queue = self._pending[cq]
+        if sticky is not None and self._best_effort[cq] and queue.is_active(sticky):
+            queue.remove(sticky)
             return sticky
-        heap = self._active[cq]
-        if not heap:
-            return None
-        wl = heappop(heap)[3]
-        self._in_active.discard(wl)
-        return wl
+        return queue.pop()
 
     def _requeue(self, e: _Entry) -> None:
         wl, cq = e.wl, e.wl.cq
@@ -218,31 +201,23 @@ class KueueQueues:
         immediate = (
             reason != NAMESPACE_MISMATCH if not self._best_effort[cq] else reason in _IMMEDIATE
         )
+        queue = self._pending[cq]
         if immediate:
-            self._push(wl)
+            queue.push(wl, self._order(wl))
             return
-        self._inadmissible[cq][wl] = None
         if self._best_effort[cq] and reason in (NO_FIT_REASON, NO_CANDIDATES):
-            shape = (wl.shape_key(), wl.priority)
+            shape = shape_of(wl)
             self._bulk[cq].add(shape)
-            moved = [x for x in self._active[cq] if (x[3].shape_key(), x[3].priority) == shape]
-            if moved:
-                self._active[cq] = [x for x in self._active[cq] if x not in moved]
-                self._active[cq].sort()
-                for x in moved:
-                    self._in_active.discard(x[3])
-                    self._inadmissible[cq][x[3]] = None
+            queue.park(wl, self._order(wl), grouped=True)
+            queue.park_shape(shape)
+            return
+        queue.park(wl, self._order(wl), grouped=False)
 
     def _requeue_tree(self, cq: int) -> None:
         """Quota of ``cq``'s tree was released: its inadmissible workloads become active."""
         for other in self.admission.tree_queues(cq):
             self._bulk[other].clear()
-            waiting = self._inadmissible[other]
-            if not waiting:
-                continue
-            self._inadmissible[other] = {}
-            for wl in waiting:
-                self._push(wl)
+            self._pending[other].wake()
 
     # ---- quota released ------------------------------------------------------------------
     def finished(self, wl: Workload) -> None:
@@ -304,7 +279,7 @@ class KueueQueues:
         result = CycleResult()
         heads = [
             wl
-            for cq in range(len(adm.cqs))
+            for cq in sorted(self._ready)
             if not self._stopped[cq] and (wl := self._head(cq)) is not None
         ]
         if not heads:

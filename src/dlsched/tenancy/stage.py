@@ -220,7 +220,7 @@ class AdmissionStage:
         """ClusterQueue ``cq``'s workloads waiting for admission: (active, inadmissible)
         as Kueue counts them (under the fixpoint clock every waiting workload is active)."""
         if self.queues is not None:
-            return len(self.queues.active(cq)), len(self.queues.inadmissible(cq))
+            return self.queues.counts(cq)
         return self.admission.pending_count[cq], 0
 
     def dry_run(self, wl: Workload) -> DryRun:
