@@ -62,11 +62,15 @@ class Confinement:
 
     def describe(self) -> str:
         """One line for a job's log: what confines it and what does not."""
-        ns = "pid,mount,ipc,uts namespaces" if self.namespaces else (
-            f"no namespaces ({self.namespaces_off})"
+        ns = (
+            "pid,mount,ipc,uts namespaces"
+            if self.namespaces
+            else (f"no namespaces ({self.namespaces_off})")
         )
-        cg = f"cgroup v{self.cgroups.version}" if self.cgroups else (
-            f"no cgroup, memory/CPU limits not enforced ({self.cgroups_off})"
+        cg = (
+            f"cgroup v{self.cgroups.version}"
+            if self.cgroups
+            else (f"no cgroup, memory/CPU limits not enforced ({self.cgroups_off})")
         )
         return f"{ns}; {cg}"
 
@@ -88,7 +92,7 @@ def _mounts() -> dict[str, Path]:
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/mountinfo").read_text().splitlines():
             left, _, right = line.partition(" - ")
-            fstype, _, options = (right.split() + ["", "", ""])[:3]
+            fstype, _, options = [*right.split(), "", "", ""][:3]
             point = Path(left.split()[4])
             if fstype == "cgroup2":
                 out.setdefault("cgroup2", point)

@@ -29,8 +29,10 @@ def check_extra_names(names: Iterable[str]) -> tuple[str, ...]:
     variable name or starts with a prefix of :data:`NEVER_ALLOWED_PREFIXES`."""
     out = []
     for name in names:
-        if not name or not (name[0].isalpha() or name[0] == "_") or not all(
-            c.isalnum() or c == "_" for c in name
+        if (
+            not name
+            or not (name[0].isalpha() or name[0] == "_")
+            or not all(c.isalnum() or c == "_" for c in name)
         ):
             raise ValueError(f"--job-env {name!r}: not an environment variable name")
         if name.upper().startswith(NEVER_ALLOWED_PREFIXES):

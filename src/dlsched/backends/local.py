@@ -51,6 +51,15 @@ from dlsched.backends.base import (
     Observation,
     ProcState,
 )
+from dlsched.backends.confinement import (
+    NAMESPACE_FLAGS,
+    Confinement,
+    JobLimits,
+    make_job_cgroup,
+    probe,
+    remove_job_cgroup,
+)
+from dlsched.backends.job_env import job_environment
 from dlsched.backends.jobfiles import (
     CHECKPOINT_NAME,
     INSTANCE_VAR,
@@ -61,15 +70,6 @@ from dlsched.backends.jobfiles import (
     open_log,
     private_dir,
 )
-from dlsched.backends.confinement import (
-    NAMESPACE_FLAGS,
-    Confinement,
-    JobLimits,
-    make_job_cgroup,
-    probe,
-    remove_job_cgroup,
-)
-from dlsched.backends.job_env import job_environment
 from dlsched.backends.procfs import is_alive, marked_processes, read_stat
 from dlsched.backends.sandbox import (
     SandboxError,
@@ -85,19 +85,22 @@ from dlsched.backends.sandbox import (
 # gets the default dispositions back on exec. umask 077 only after the job: the exit file is
 # private (0600), the job's own files are not the wrapper's to decide.
 _WRAPPER = (
-    'trap : TERM INT; f=$1; n=$2; shift 2; rc=0; '
+    "trap : TERM INT; f=$1; n=$2; shift 2; rc=0; "
     'while [ "$n" -gt 0 ]; do if [ "$rc" = 0 ]; then echo $$ > "$1" || rc=125; fi; '
-    'shift; n=$((n-1)); done; '
+    "shift; n=$((n-1)); done; "
     'if [ "$rc" = 0 ]; then "$@"; rc=$?; fi; umask 077; '
     'printf "%s\\n" "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$rc"'
 )
 # Run by unshare as the new namespaces' first process, still the service's user: private
-# /tmp and /dev/shm (files a job leaves there die with it), then the rest ("$@").
+# /tmp and /dev/shm (files a job leaves there die with it) unless $1 is 0 (the jobs' root is
+# below one of them, which a fresh mount would hide), then the rest ("$@").
 _NS_SETUP = (
+    'if [ "$1" = 1 ]; then '
     "mount -t tmpfs -o mode=1777,nosuid,nodev dlsched-tmp /tmp || exit 126; "
     "if [ -d /dev/shm ]; then mount -t tmpfs -o mode=1777,nosuid,nodev dlsched-shm /dev/shm "
-    '|| exit 126; fi; exec "$@"'
+    '|| exit 126; fi; fi; shift; exec "$@"'
 )
+SHARED_TMP = (Path("/tmp"), Path("/dev/shm"))
 # PID 1 of the job's namespace, as the job's user: the kernel gives a namespace's PID 1 no
 # default signal actions, so it traps TERM/INT and runs the job as its child, which gets the
 # group's signals with default dispositions; its exit status is the job's.
@@ -268,9 +271,14 @@ class LocalBackend(FileBackedBackend):
             f"memory {self.limits.memory_bytes or 'unlimited'} bytes, "
             f"cpus {self.limits.cpus or 'unlimited'}"
         )
+        root = self.root.resolve()
+        private_tmp = conf.namespaces and not any(root.is_relative_to(t) for t in SHARED_TMP)
+        tmp_note = ""
+        if conf.namespaces and not private_tmp:
+            tmp_note = " (/tmp and /dev/shm shared: the jobs' root is below one of them)"
         log.write(
-            f"[dlsched] request {rid}: user {user.name}; {conf.describe()}{cgroup_note}; "
-            f"{limits}\n".encode()
+            f"[dlsched] request {rid}: user {user.name}; {conf.describe()}{tmp_note}"
+            f"{cgroup_note}; {limits}\n".encode()
         )
         log.flush()
         give_tree(workdir, user.uid, user.gid)
@@ -284,6 +292,7 @@ class LocalBackend(FileBackedBackend):
                 "-c",
                 _NS_SETUP,
                 "dlsched-ns",
+                "1" if private_tmp else "0",
                 *prefix,
                 "sh",
                 "-c",

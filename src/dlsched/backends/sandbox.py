@@ -53,7 +53,9 @@ def pool_users(prefix: str = POOL_PREFIX) -> list[SandboxUser]:
     for entry in pwd.getpwall():
         match = pattern.fullmatch(entry.pw_name)
         if match and entry.pw_uid != 0:
-            found.append((int(match.group(1)), SandboxUser(entry.pw_name, entry.pw_uid, entry.pw_gid)))
+            found.append(
+                (int(match.group(1)), SandboxUser(entry.pw_name, entry.pw_uid, entry.pw_gid))
+            )
     return [user for _, user in sorted(found)]
 
 
