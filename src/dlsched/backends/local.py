@@ -479,8 +479,9 @@ class LocalBackend(FileBackedBackend):
 
     def kill_all(self) -> None:
         """SIGKILL every live process group of this back end (used by tests and shutdown)."""
-        for proc in self.procs.values():
+        for rid, proc in self.procs.items():
             if not proc.exited and proc.pid is not None:
                 self._signal(proc, signal.SIGKILL)
                 if proc.popen is not None:
                     proc.popen.wait()
+                    self._refresh(rid, proc, self.clock())

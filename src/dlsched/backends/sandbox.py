@@ -59,24 +59,26 @@ def pool_users(prefix: str = POOL_PREFIX) -> list[SandboxUser]:
     return [user for _, user in sorted(found)]
 
 
-def resolve_mode(mode: str, multi_tenant: bool, warn: bool = True) -> tuple[str, str | None]:
+def resolve_mode(
+    mode: str, multi_tenant: bool, prefix: str = POOL_PREFIX
+) -> tuple[str, str | None]:
     """The sandbox mode to run with (``users`` or ``none``) for ``--sandbox mode``, and a
     one-line warning for the operator (or None). ``auto`` is ``users`` when running as root
     with a pool, else ``none`` with a warning; SandboxError when ``users`` cannot be had, or
     when ``auto`` would run a ``multi_tenant`` service's jobs as root (only an explicit
-    ``none`` allows that)."""
+    ``none`` allows that). ``prefix`` names the pool's users."""
     if mode not in SANDBOX_MODES:
         raise SandboxError(f"--sandbox {mode!r}: expected one of {', '.join(SANDBOX_MODES)}")
     if mode == "none":
         return "none", None
     root = os.geteuid() == 0
-    pool = bool(pool_users())
+    pool = bool(pool_users(prefix))
     if root and pool:
         return "users", None
     if not root:
         why = "the service is not running as root"
     else:
-        why = f"no sandbox users ({POOL_PREFIX}N; run: make sandbox-users)"
+        why = f"no sandbox users ({prefix}N; run: make sandbox-users)"
     if mode == "users":
         raise SandboxError(f"--sandbox users: {why}")
     if root and multi_tenant:
