@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-long lint system bench clean
+.PHONY: demo test test-long lint system sandbox-users bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -52,6 +52,19 @@ system:
 			exit 1; \
 		fi; \
 	fi
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory sandbox-users; fi
+
+# The users the live service's local back end runs jobs as (dlsched serve --sandbox; see
+# docs/service.md, Isolation): system users without a home or a login shell, each in its own
+# group. Idempotent; needs root.
+SANDBOX_USERS := dlsched-sb0 dlsched-sb1 dlsched-sb2 dlsched-sb3 dlsched-sb4 dlsched-sb5 \
+	dlsched-sb6 dlsched-sb7
+
+sandbox-users:
+	@for u in $(SANDBOX_USERS); do \
+		id -u $$u >/dev/null 2>&1 || useradd --system --no-create-home --user-group \
+			--home-dir /nonexistent --shell /usr/sbin/nologin $$u || exit 1; \
+	done
 
 # The suite without its long tests (marked ``long``: half a minute or more each), which CI runs
 # after it with test-long.

@@ -217,7 +217,20 @@ def local(backend: RayBackend) -> dict[str, Any]:
     }
 
 
+def environment(backend: RayBackend) -> dict[str, Any]:
+    """A job's environment: the names it got, and whether the Ray worker's others leaked."""
+    backend.launch(request("e-0", "e", "env > env.txt", {"v100-000": (0,)}))
+    wait_until(backend, "e-0", exited)
+    text = (backend.workdir("e") / "env.txt").read_text()
+    return {
+        "names": sorted(x.split("=", 1)[0] for x in text.splitlines() if "=" in x),
+        "home": next((x[5:] for x in text.splitlines() if x.startswith("HOME=")), None),
+        "workdir": str(backend.workdir("e")),
+    }
+
+
 SCENARIOS: dict[str, Callable[[RayBackend], dict[str, Any]]] = {
+    "environment": environment,
     "placement": placement,
     "preemption": preemption,
     "recover_first": recover_first,

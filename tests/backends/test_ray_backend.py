@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from dlsched.backends.job_env import allowed
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.testing.ray_cluster import RayCluster, RayNode, have_ray_and_namespaces
 
@@ -83,6 +84,19 @@ def test_jobs_land_on_their_planned_nodes_with_rays_gpus_and_relaunch_is_idempot
     assert set(seen["again"].values()) == {"EXITED"}
     assert seen["after_forget"]["exit_code"] == 0  # from the exit file: not run again
     assert seen["errors"] == []
+
+
+@pytest.mark.long
+def test_a_job_gets_only_the_allowed_environment_not_the_ray_workers(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    seen = drive(cluster, "environment", tmp_path)
+    contract = {"HOME", "PWD", "SHLVL", "OLDPWD", "_", "CUDA_VISIBLE_DEVICES"}
+    leaked = [
+        n for n in seen["names"] if not (allowed(n) or n in contract or n.startswith("DLSCHED_"))
+    ]
+    # The workers run with the test's environment (PYTHONPATH, RAY_*, PYTEST_*): none reaches it.
+    assert leaked == [] and seen["home"] == seen["workdir"]
 
 
 def test_the_cluster_file_is_written_from_rays_inventory(

@@ -131,6 +131,23 @@ def test_job_environment_follows_the_contract(backend: SlurmBackend) -> None:
     assert env["CUDA_VISIBLE_DEVICES"] in {"0", "1", "2", "3"}
 
 
+def test_the_job_gets_only_the_allowed_environment(cluster: SlurmCluster, tmp_path: Path) -> None:
+    secrets = {"DLSCHED_TOKEN": "tok-secret", "PGPASSWORD": "pg-secret", "SERVICE_ONLY": "x"}
+    env = {**cluster.env, **secrets, "KEEP_ME": "kept"}
+    backend = SlurmBackend(tmp_path / "root", "envtest", env=env, extra_env=("KEEP_ME",))
+    try:
+        dump = ("sh", "-c", "env > env.txt")
+        backend.launch(LaunchRequest("ev.0", "ev", dump, {"sn1": (0,)}))
+        wait_for(backend, exited("ev.0"))
+        text = (backend.workdir("ev") / "env.txt").read_text()
+    finally:
+        backend.cancel_all()
+    got = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    assert not set(secrets) & set(got) and "tok-secret" not in text and "pg-secret" not in text
+    assert got["KEEP_ME"] == "kept" and got["HOME"] == str(backend.workdir("ev"))
+    assert "PATH" in got
+
+
 def test_relaunch_is_idempotent_across_driver_objects(
     backend: SlurmBackend, script: Path, cluster: SlurmCluster, tmp_path: Path
 ) -> None:

@@ -31,7 +31,11 @@ from typing import Any
 EXIT_PREEMPTED = 75
 """The exit code of a job that checkpointed on request and can be resumed (EX_TEMPFAIL)."""
 
-RESUMABLE_ERRORS = frozenset({"node_lost", "node_unavailable", "requeued"})
+SANDBOX_BUSY = "sandbox_busy"
+"""Error kind of a launch refused because every sandbox user is another tenant's: the job
+waits for one (see :mod:`dlsched.backends.sandbox`)."""
+
+RESUMABLE_ERRORS = frozenset({"node_lost", "node_unavailable", "requeued", SANDBOX_BUSY})
 """Error kinds that say the job's node failed it, not the job: the driver queues it again (it
 resumes from its checkpoint) instead of failing it."""
 
@@ -50,7 +54,9 @@ class LaunchRequest:
 
     ``gpu_ids`` maps node name to the GPU indices on that node (the placement); ``env`` holds
     extra environment variables. ``expected_duration_s`` is the submitter's estimate (a fake back
-    end runs the job for that long)."""
+    end runs the job for that long). ``tenant`` is the tenant that submitted the job (None: the
+    admin, or a service without tenants); a sandboxing back end never runs two tenants' jobs
+    as the same user at once."""
 
     request_id: str
     job_id: str
@@ -59,6 +65,7 @@ class LaunchRequest:
     batch_size: int | None = None
     expected_duration_s: float | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    tenant: str | None = None
 
     @property
     def num_gpus(self) -> int:

@@ -127,10 +127,12 @@ class RayBackend(FileBackedBackend):
         clock: Callable[[], float] = time.time,
         address: str | None = None,
         local_nodes: Sequence[NodeSpec] = (),
+        extra_env: tuple[str, ...] = (),
     ) -> None:
         import ray
 
         self.root = Path(root)
+        self.extra_env = extra_env
         self.instance = instance
         self.clock = clock
         self.namespace = f"dlsched-{instance}"
@@ -256,6 +258,7 @@ class RayBackend(FileBackedBackend):
         spec = {
             "command": list(request.command),
             "env": self._environment(request, workdir),
+            "extra_env": list(self.extra_env),
             "workdir": str(workdir),
             "log": str(workdir / LOG_NAME),
             "exit_file": str(self.exit_file(request.request_id)),
@@ -276,6 +279,7 @@ class RayBackend(FileBackedBackend):
 
     def _environment(self, request: LaunchRequest, workdir: Path) -> dict[str, str]:
         env = {
+            "HOME": str(workdir),
             "DLSCHED_JOB_ID": request.job_id,
             "DLSCHED_WORKDIR": str(workdir),
             "DLSCHED_CHECKPOINT_DIR": str(workdir / CHECKPOINT_NAME),

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from dlsched.backends.job_env import base_environment
 from dlsched.backends.jobfiles import open_log, private_dir, write_private
 
 NODE_RESOURCE_PREFIX = "dlsched-node:"
@@ -108,7 +109,9 @@ class JobRunner:
         self.gpus = own_gpu_ids()
         placements = [(self.node, self.gpus)]
         placements += [tuple(p) for p in ray.get([h.placement.remote() for h in holders])]
-        env = dict(os.environ)
+        # The worker's environment is the Ray node's (for a Ray instance the service started,
+        # the service's own): only the allow-list reaches the job.
+        env = base_environment(os.environ, spec.get("extra_env", ()))
         env.update(spec["env"])
         env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
         env["DLSCHED_NODE"] = self.node

@@ -18,7 +18,13 @@ The batch script follows the same job contract as :mod:`dlsched.backends.local` 
 ``DLSCHED_JOB_ID``, ``DLSCHED_WORKDIR`` = ``<root>/jobs/<job id>``, ``DLSCHED_CHECKPOINT_DIR``,
 ``DLSCHED_STATUS_FILE``, ``DLSCHED_NUM_GPUS``, ``DLSCHED_BATCH_SIZE``, ``DLSCHED_NODE`` = the node
 Slurm runs the script on, ``DLSCHED_GPU_IDS`` = the planned nodes and counts; output appended to
-``log.txt`` with ``--open-mode=append``). Its shell wrapper survives SIGTERM and records the
+``log.txt`` with ``--open-mode=append``). The job's environment is an allow-list, not the
+service's: ``sbatch --export`` names only the variables :mod:`dlsched.backends.job_env` lets
+through (Slurm adds its own ``SLURM_*``), and the script sets ``HOME`` to the working
+directory and the contract's variables. Jobs run as the user ``sbatch`` runs as (the
+service's); running each tenant's jobs as a mapped user (``sbatch --uid``, root only) is not
+done: the wrapper writes the exit code into the service's private ``<root>/exits``. Its shell
+wrapper survives SIGTERM and records the
 job's exit code in ``<root>/exits/<request id>``: Slurm here keeps no accounting database, so the
 code must outlive the job's stay in ``squeue`` and a restart of the driver. ``root`` must
 therefore be on a file system the Slurm nodes share with the driver.
@@ -63,6 +69,7 @@ from dlsched.backends.base import (
     Observation,
     ProcState,
 )
+from dlsched.backends.job_env import DEFAULT_PATH, allowed
 from dlsched.backends.jobfiles import (
     CHECKPOINT_NAME,
     INSTANCE_VAR,
@@ -151,8 +158,10 @@ class SlurmBackend(FileBackedBackend):
         partition: str | None = None,
         gpu_types: Mapping[str, str] | None = None,
         node_loss_wait_s: float | None = None,
+        extra_env: tuple[str, ...] = (),
     ) -> None:
         self.root = Path(root)
+        self.extra_env = extra_env
         self.instance = instance
         self.clock = clock
         self.commands = SlurmCommands(env)
@@ -253,7 +262,7 @@ class SlurmBackend(FileBackedBackend):
             f"--output={workdir / LOG_NAME}",
             "--open-mode=append",
             "--no-requeue",
-            "--export=ALL",
+            f"--export={','.join(self.exported_names())}",
         ]
         if self.partition:
             args.append(f"--partition={self.partition}")
@@ -271,9 +280,17 @@ class SlurmBackend(FileBackedBackend):
         args.append(str(script))
         return args
 
+    def exported_names(self) -> list[str]:
+        """The variables of the Slurm commands' environment that ``sbatch --export`` passes
+        on to jobs (see :mod:`dlsched.backends.job_env`); never empty, since ``--export`` with
+        nothing would mean ``ALL``."""
+        names = {n for n in self.commands.env if allowed(n, self.extra_env)}
+        return sorted(names) or ["PATH"]
+
     def _script(self, request: LaunchRequest) -> str:
         workdir = self.workdir(request.job_id)
         exports = {
+            "HOME": str(workdir),
             "DLSCHED_JOB_ID": request.job_id,
             "DLSCHED_WORKDIR": str(workdir),
             "DLSCHED_CHECKPOINT_DIR": str(workdir / CHECKPOINT_NAME),
@@ -288,7 +305,11 @@ class SlurmBackend(FileBackedBackend):
         if request.batch_size is not None:
             exports["DLSCHED_BATCH_SIZE"] = str(request.batch_size)
         exports.update(request.env)
-        lines = ["#!/bin/sh", "unset DLSCHED_BATCH_SIZE"]
+        lines = [
+            "#!/bin/sh",
+            "unset DLSCHED_BATCH_SIZE",
+            f'export PATH="${{PATH:-{DEFAULT_PATH}}}"',
+        ]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in exports.items()]
         lines.append('export DLSCHED_NODE="${SLURMD_NODENAME:-$(hostname)}"')
         if request.num_gpus == 0:

@@ -122,6 +122,33 @@ def serve(
             "any). Guards against DNS rebinding."
         ),
     ] = None,
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            envvar="DLSCHED_SANDBOX",
+            help="How local jobs are isolated: users (each tenant's jobs run as a sandbox "
+            "user of 'make sandbox-users'; needs root), none (as this service's user) or "
+            "auto (users when possible; refuses to run tenants' jobs as root).",
+        ),
+    ] = "auto",
+    job_memory: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory limit of each sandboxed local job (bytes, or with K, M, G, T), "
+            "where the kernel allows cgroups."
+        ),
+    ] = None,
+    job_cpus: Annotated[
+        float | None,
+        typer.Option(help="CPU quota of each sandboxed local job (CPUs, e.g. 1.5).", min=0.001),
+    ] = None,
+    job_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A variable of this service's environment that jobs get besides PATH, LANG, "
+            "LC_* and TZ (repeatable; never DLSCHED_* or PG*)."
+        ),
+    ] = None,
 ) -> None:
     """Run the live scheduler service (REST API, dashboard, control loop). Bad options (an
     unknown policy option, a placement option the placement does not take, --ray-address
@@ -167,12 +194,34 @@ def serve(
             service_id=service_id,
             lease_s=lease,
             allowed_hosts=tuple(allow_host or ()),
+            sandbox=sandbox,
+            job_memory_bytes=None if job_memory is None else parse_size(job_memory),
+            job_cpus=job_cpus,
+            job_env=tuple(job_env or ()),
         )
         try:
             run_service(config, announce=lambda line: typer.echo(line))
         except PortInUse as exc:
             print_error(f"{exc}; choose another with --port (--port 0: any free port)")
             raise typer.Exit(USER_ERROR) from exc
+
+
+_SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes of ``--job-memory`` ``text`` (``512M``, ``4G``, ``1073741824``); ValueError
+    (one line) for anything else."""
+    value = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = value[-1:] if value[-1:] in _SIZE_UNITS else ""
+    number = value[: len(value) - len(unit)]
+    try:
+        size = float(number) * _SIZE_UNITS[unit]
+    except ValueError:
+        raise ValueError(f"--job-memory {text!r}: expected a size such as 512M or 4G") from None
+    if not size >= 1:
+        raise ValueError(f"--job-memory {text!r}: expected a positive size")
+    return int(size)
 
 
 def submit(

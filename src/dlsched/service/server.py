@@ -18,8 +18,11 @@ from pathlib import Path
 from types import FrameType
 
 from dlsched.backends.base import Backend
+from dlsched.backends.confinement import JobLimits
 from dlsched.backends.factory import BACKENDS, create_backend
+from dlsched.backends.job_env import check_extra_names
 from dlsched.backends.jobfiles import private_dir
+from dlsched.backends.sandbox import resolve_mode
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.service.api.app import DASHBOARD_DIR, ServiceContext, create_app
 from dlsched.service.api.auth import load_or_create_token
@@ -60,7 +63,11 @@ class ServiceConfig:
     bundled name, as ``simulate --queues``) whose quotas admit jobs before the policy sees
     them (None: no queues; see :mod:`dlsched.service.control.live_admission`);
     ``placement_options`` the placer's text options (``--placement-opt``, as ``simulate``'s;
-    checked when the service is built)."""
+    checked when the service is built); ``sandbox`` how the local back end isolates jobs
+    (``auto``, ``users`` or ``none``, see :func:`dlsched.backends.sandbox.resolve_mode`),
+    ``job_memory_bytes``/``job_cpus`` each sandboxed job's cgroup limits (None: unlimited),
+    ``job_env`` names of the service's variables jobs get besides the allow-list (see
+    :mod:`dlsched.backends.job_env`)."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -82,6 +89,10 @@ class ServiceConfig:
     allowed_hosts: tuple[str, ...] = ()
     tokens_file: Path | None = None
     queues: str | None = None
+    sandbox: str = "none"
+    job_memory_bytes: int | None = None
+    job_cpus: float | None = None
+    job_env: tuple[str, ...] = ()
 
     @property
     def api_hosts(self) -> tuple[str, ...]:
@@ -155,6 +166,18 @@ class Service:
         if isinstance(target, SqliteTarget):
             _private_dir(target.path.parent, "--db")
         tokens = None if config.tokens_file is None else read_tokens(config.tokens_file)
+        extra_env = check_extra_names(config.job_env)
+        limits = _job_limits(config.job_memory_bytes, config.job_cpus)
+        self.sandbox = "none"
+        self.sandbox_warning: str | None = None
+        if config.backend == "local":
+            self.sandbox, self.sandbox_warning = resolve_mode(
+                config.sandbox, multi_tenant=tokens is not None
+            )
+        elif config.sandbox == "users":
+            raise ValueError(
+                f"--sandbox users applies only to backend 'local', not {config.backend!r}"
+            )
         admission = None if config.queues is None else LiveAdmission(config.queues, spec)
         if admission is not None and tokens is not None:
             admission.check_queues(tokens.tenant_queues(), str(config.tokens_file))
@@ -174,6 +197,9 @@ class Service:
                 clock,
                 ray_address=config.ray_address,
                 nodes=spec.nodes,
+                sandbox=self.sandbox,
+                limits=limits,
+                extra_env=extra_env,
             )
             self.controller = build_controller(
                 policy,
@@ -213,6 +239,15 @@ class Service:
         self.loop.stop()
         self.backend.close()
         self.store.close()
+
+
+def _job_limits(memory_bytes: int | None, cpus: float | None) -> JobLimits:
+    """The jobs' limits; ValueError (naming the option) for one that is not positive."""
+    if memory_bytes is not None and memory_bytes <= 0:
+        raise ValueError(f"--job-memory {memory_bytes}: expected a positive size")
+    if cpus is not None and not cpus > 0:
+        raise ValueError(f"--job-cpus {cpus}: expected a positive number of CPUs")
+    return JobLimits(memory_bytes, cpus)
 
 
 class PortInUse(RuntimeError):
@@ -275,6 +310,8 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
         service.start()
         announce(f"dlsched service at http://{host}:{port}/")
         announce(f"token file: {config.tokens_file or config.token_path}")
+        if service.sandbox_warning:
+            announce(service.sandbox_warning)
         announce(
             f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
             f"store {service.store.label}, service id {service.service_id}"

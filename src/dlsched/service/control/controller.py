@@ -276,6 +276,7 @@ class Controller:
             gpu_ids={n: tuple(g) for n, g in (row.gpu_ids or {}).items()},
             batch_size=self.planning.batch_size(row),
             expected_duration_s=row.expected_duration_s,
+            tenant=row.tenant,
         )
 
     # ---- the mirror -----------------------------------------------------------------------
