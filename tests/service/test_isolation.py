@@ -8,6 +8,7 @@ These tests need root and the pool of ``make sandbox-users`` (CI runs the suite 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import shutil
@@ -83,6 +84,18 @@ echo "uid:$(id -u)"
 env | sed 's/^/env:/'
 echo finished
 """
+
+
+@pytest.fixture(autouse=True)
+def one_test_at_a_time() -> Iterator[None]:
+    """The machine has one sandbox pool: tests of this module that use it run one at a time
+    across xdist workers (a service takes the pool's lock without waiting)."""
+    with open("/var/tmp/dlsched-isolation-tests.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture()

@@ -128,9 +128,10 @@ def serve(
             envvar="DLSCHED_SANDBOX",
             help="How local jobs are isolated: users (each tenant's jobs run as a sandbox "
             "user of 'make sandbox-users'; needs root), none (as this service's user) or "
-            "auto (users when possible; refuses to run tenants' jobs as root).",
+            "auto (users when possible; refuses to run tenants' jobs as root). Default none "
+            "in this version (docs/service.md, Isolation).",
         ),
-    ] = "auto",
+    ] = "none",
     job_memory: Annotated[
         str | None,
         typer.Option(
