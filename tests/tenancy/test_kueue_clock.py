@@ -321,7 +321,8 @@ def test_the_live_service_refuses_wait_for_pods_ready(tmp_path: Path) -> None:
 # ---- invariants ----------------------------------------------------------------------------
 def _checked_run(tmp_path: Path, docs: list[dict[str, Any]], trace: Trace, nodes: int) -> RunResult:
     """A cycle-clock run that checks, after every admission step, that the quota charged to
-    admitted workloads that are not being terminated fits every cohort tree's capacity."""
+    admitted workloads that are not being terminated fits every cohort tree's capacity, and
+    that no node is charged below zero (a workload released twice)."""
     original = AdmissionStage.run
 
     def run(stage: AdmissionStage, now: float) -> Any:
@@ -337,6 +338,9 @@ def _checked_run(tmp_path: Path, docs: list[dict[str, Any]], trace: Trace, nodes
                     if quota.root[w.cq] == root
                 )
                 assert used <= capacity + 1e-6, (now, fr, used, capacity)
+        # Charges and releases balance: no node of the tree is ever charged below nothing.
+        for node, usage in enumerate(quota.usage):
+            assert all(v >= -1e-6 for v in usage.values()), (now, node, dict(usage))
         return out
 
     queue_map = tmp_path / "map.toml"

@@ -334,7 +334,7 @@ class KueueQueues:
         if victims and any(t.workload in victims for t in e.targets):
             # Kueue's RecomputeAssignmentUponPreemptionTargetsOverlap (on by default): the
             # assignment as if this cycle's victims were gone.
-            with _without(adm, victims):
+            with _without(adm, victims, searched=True):
                 again = self._nominate(e.wl)
             e.mode, e.request, e.borrows = again.mode, again.request, again.borrows
             e.flavors, e.targets = again.flavors, again.targets
@@ -415,18 +415,33 @@ class KueueQueues:
 
 
 class _without:
-    """Within the block, ``workloads`` (admitted) are not charged to the quota."""
+    """Within the block, ``workloads`` (admitted) are not charged to the quota; with
+    ``searched``, they are also not among their queues' admitted workloads, so that a
+    preemption search inside the block cannot take them (and uncharge them) a second time.
+    On exit all is as it was, in the same order."""
 
-    def __init__(self, adm: Admission, workloads: dict[Workload, None]) -> None:
+    def __init__(
+        self, adm: Admission, workloads: dict[Workload, None], searched: bool = False
+    ) -> None:
         self.adm = adm
         self.workloads = [w for w in workloads if w.assignment is not None]
+        self.searched = searched
+        self._saved: dict[int, dict[Workload, None]] = {}
 
     def __enter__(self) -> None:
+        adm = self.adm
+        gone = set(self.workloads)
         for w in self.workloads:
             assert w.assignment is not None
-            self.adm.quota.remove(w.cq, w.assignment)
+            adm.quota.remove(w.cq, w.assignment)
+            if self.searched and w.cq not in self._saved:
+                self._saved[w.cq] = kept = adm.admitted[w.cq]
+                adm.admitted[w.cq] = {x: None for x in kept if x not in gone}
 
     def __exit__(self, *exc: object) -> None:
+        for cq, kept in self._saved.items():
+            self.adm.admitted[cq] = kept
+        self._saved = {}
         for w in reversed(self.workloads):
             assert w.assignment is not None
             self.adm.quota.add(w.cq, w.assignment)
