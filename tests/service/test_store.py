@@ -348,6 +348,7 @@ def test_serve_reports_a_newer_schema_as_a_user_error(backend: Db, tmp_path: Pat
                 "postgresql://ann:pw@db.example:5433/jobs",
                 "jobs",
                 "postgresql://ann:***@db.example:5433/jobs",
+                has_url_password=True,
             ),
         ),
         (

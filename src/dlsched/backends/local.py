@@ -30,11 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlsched.backends.base import (
+    AttemptCheck,
+    AttemptFate,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
+    PriorAttempt,
     ProcState,
+    deadline_passed,
 )
 from dlsched.backends.jobfiles import (
     CHECKPOINT_NAME,
@@ -238,6 +242,24 @@ class LocalBackend(FileBackedBackend):
             found, code = self._read_exit(rid)
             if found:
                 self.procs[rid] = LocalProc(entry.request, None, None, exited=True, exit_code=code)
+
+    def probe(self, attempt: PriorAttempt) -> AttemptCheck:
+        """Alive while its recorded process (pid and start time, so a recycled pid is not
+        taken for it) or any process marked with its owner's instance and its request id
+        lives; else exited with the code its wrapper wrote under the owner's home (read after
+        looking for the process: the wrapper writes it before it exits); else gone once its
+        launch deadline has passed."""
+        if attempt.pid is not None and is_alive(attempt.pid, attempt.pid_start):
+            return AttemptCheck(AttemptFate.ALIVE)
+        marked = marked_processes(INSTANCE_VAR, attempt.owner, REQUEST_VAR)
+        if attempt.request.request_id in marked:
+            return AttemptCheck(AttemptFate.ALIVE)
+        found, code = self._read_prior_exit(attempt)
+        if found:
+            return AttemptCheck(AttemptFate.EXITED, code)
+        if deadline_passed(attempt, self.clock()):
+            return AttemptCheck(AttemptFate.GONE)
+        return AttemptCheck(AttemptFate.UNKNOWN)
 
     def close(self) -> None:
         """Reap exited children; running jobs are left running for a restarted driver."""

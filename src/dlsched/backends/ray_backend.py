@@ -50,11 +50,15 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.backends.base import (
+    AttemptCheck,
+    AttemptFate,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
+    PriorAttempt,
     ProcState,
+    deadline_passed,
 )
 from dlsched.backends.jobfiles import (
     CHECKPOINT_NAME,
@@ -502,6 +506,26 @@ class RayBackend(FileBackedBackend):
                 if pg is not None:
                     with contextlib.suppress(Exception):
                         remove_placement_group(pg)
+
+    def probe(self, attempt: PriorAttempt) -> AttemptCheck:
+        """Alive while the owner's detached actor of that request (named in the owner's
+        namespace) is alive; else exited with the code its runner wrote under the owner's home;
+        else gone once its launch deadline has passed."""
+        from ray.util.state import list_actors
+
+        name = f"dlsched:{attempt.owner}:{attempt.request.request_id}"
+        try:
+            actors = list_actors(filters=[("name", "=", name)], raise_on_missing_output=False)
+        except Exception:  # the Ray state API is unreachable: not known now
+            return AttemptCheck(AttemptFate.UNKNOWN)
+        if any(a.state != "DEAD" for a in actors):
+            return AttemptCheck(AttemptFate.ALIVE)
+        found, code = self._read_prior_exit(attempt)
+        if found:
+            return AttemptCheck(AttemptFate.EXITED, code)
+        if deadline_passed(attempt, self.clock()):
+            return AttemptCheck(AttemptFate.GONE)
+        return AttemptCheck(AttemptFate.UNKNOWN)
 
     def close(self) -> None:
         """Disconnect from Ray. Jobs keep running (their actors are detached) for a restarted
