@@ -128,6 +128,10 @@ class PostgresServer:
     def url(self, dbname: str) -> str:
         return f"postgresql://{USER}:{self.password}@127.0.0.1:{self.port}/{dbname}"
 
+    def bare_url(self, url: str) -> str:
+        """``url`` (one of :meth:`url`) without its password, as a service's ``--db``."""
+        return url.replace(f":{self.password}@", "@")
+
     def new_database(self) -> str:
         """A new empty database; its URL."""
         import psycopg

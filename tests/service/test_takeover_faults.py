@@ -1,0 +1,55 @@
+"""Exactly once under faults: two real services on one store (SQLite, PostgreSQL), killed -9
+and paused past their lease at random points; every job runs exactly once and no GPU of a
+service is held by two runs at a time (see :mod:`tests.service.faults`)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.service.faults import pg_env, run_round
+from tests.service.postgres import PostgresServer
+
+ROUNDS_SHORT = 1
+ROUNDS_LONG = 20
+
+
+def _db(kind: str, where: Path, request: pytest.FixtureRequest) -> tuple[str, str, dict[str, str]]:
+    """A fresh store of ``kind`` for one round: the test's address of it, the services'
+    (no password: they read it from their environment, also returned)."""
+    if kind == "sqlite":
+        where.mkdir()
+        path = str(where / "state.db")
+        return path, path, pg_env("")
+    server: PostgresServer = request.getfixturevalue("pg_server")
+    url = server.new_database()
+    return url, server.bare_url(url), pg_env(server.password)
+
+
+def _rounds(kind: str, rounds: int, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    rng = random.Random(f"{kind}-{rounds}")
+    for i in range(rounds):
+        db, served, env = _db(kind, tmp_path / f"db{i}", request)
+        result = run_round(db, served, tmp_path / f"round{i}", rng, env)
+        print(f"{kind} round {i}: {result.takeovers} takeovers, faults {result.faults}")
+        detail = f"round {i}: {result}"
+        assert not result.duplicates, detail
+        assert not result.overlaps, detail
+        assert result.exactly_once, detail
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_every_job_runs_exactly_once_under_kills_and_pauses(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    _rounds(kind, ROUNDS_SHORT, tmp_path, request)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_twenty_rounds_of_kills_and_pauses_run_every_job_exactly_once(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    _rounds(kind, ROUNDS_LONG, tmp_path, request)
