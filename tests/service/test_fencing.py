@@ -128,3 +128,42 @@ def test_the_local_probe_tells_a_live_attempt_from_a_recycled_pid(tmp_path: Path
     (exits / "j1.1").write_text("0\n")
     done = backend.probe(_prior(tmp_path / "old", None, None, time.time() - 60))
     assert (done.fate, done.exit_code) == (AttemptFate.EXITED, 0)
+
+
+def test_a_password_in_the_db_url_is_refused_in_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli.main import app
+
+    result = CliRunner().invoke(
+        app, ["serve", "--db", "postgresql://u:hunter2@127.0.0.1:1/db", "--port", "0"]
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "hunter2" not in lines[0]
+    assert "--db" in lines[0] and "--db-password-file" in lines[0]
+    assert "DLSCHED_DB_PASSWORD" in lines[0] and "PGPASSWORD" in lines[0]
+
+
+def test_a_password_file_must_be_private_and_then_reaches_postgres(
+    tmp_path: Path, pg_server: object
+) -> None:
+    from dlsched.service.store.password import PasswordError, with_password
+    from dlsched.service.store.url import parse_store_url
+    from tests.service.postgres import PostgresServer
+
+    assert isinstance(pg_server, PostgresServer)
+    url = pg_server.bare_url(pg_server.new_database())
+    secret = tmp_path / "pw"
+    secret.write_text(pg_server.password + "\n")
+    secret.chmod(0o644)
+    with pytest.raises(PasswordError, match=r"mode 0644 lets others read it; chmod 600"):
+        with_password(parse_store_url(url), secret, environ={})
+    secret.chmod(0o600)
+    target = with_password(parse_store_url(url), secret, environ={})
+    store = Store(target)
+    assert store.schema_version >= 4
+    assert pg_server.password not in store.label
+    store.close()
+    with pytest.raises(PasswordError, match="applies only to a postgresql"):
+        with_password(parse_store_url(str(tmp_path / "s.db")), secret, environ={})

@@ -4,6 +4,7 @@ service is held by two runs at a time (see :mod:`tests.service.faults`)."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def _db(kind: str, where: Path, request: pytest.FixtureRequest) -> tuple[str, st
 
 
 def _rounds(kind: str, rounds: int, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    rng = random.Random(f"{kind}-{rounds}")
+    rng = random.Random(f"{kind}-{rounds}-{os.environ.get('DLSCHED_FAULT_SEED', '')}")
     for i in range(rounds):
         db, served, env = _db(kind, tmp_path / f"db{i}", request)
         result = run_round(db, served, tmp_path / f"round{i}", rng, env)

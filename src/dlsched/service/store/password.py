@@ -64,8 +64,9 @@ def with_password(
     target: StoreTarget, password_file: Path | None, environ: Mapping[str, str] = os.environ
 ) -> StoreTarget:
     """``target`` with its password from ``password_file`` or ``$DLSCHED_DB_PASSWORD`` (module
-    docstring); PasswordError if the URL holds one, or a file is given for a SQLite store."""
-    check_no_url_password(target)
+    docstring; a URL's own password, allowed in a configuration built in-process, is
+    overridden); PasswordError if a file is given for a SQLite store. The command line refuses
+    URL passwords first (:func:`check_no_url_password`)."""
     if not isinstance(target, PostgresTarget):
         if password_file is not None:
             raise PasswordError("--db-password-file: applies only to a postgresql:// --db")
