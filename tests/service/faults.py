@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,6 +119,8 @@ class RoundResult:
     states: dict[str, str] = field(default_factory=dict)
     faults: list[str] = field(default_factory=list)
     takeovers: int = 0
+    starts: int = 0
+    """Service processes started (two, plus one per restart after a kill or a fence)."""
 
     @property
     def exactly_once(self) -> bool:
@@ -158,10 +161,13 @@ def run_round(
     jobs: int = 10,
     fault_s: float = 15.0,
     timeout_s: float = 120.0,
+    kill_db: Callable[[float], None] | None = None,
+    db_kill_p: float = 0.03,
 ) -> RoundResult:
     """One round: two services on ``served`` (the store the test opens as ``db``), ``jobs``
     jobs submitted to the store, faults for ``fault_s`` seconds, then no more faults until
-    every job is final (or ``timeout_s``)."""
+    every job is final (or ``timeout_s``). ``kill_db``, if given, is also a fault: it kills the
+    database server with SIGKILL and restarts it after the seconds it is given."""
     root.mkdir(parents=True)
     marks = root / "marks"
     marks.mkdir()
@@ -173,6 +179,7 @@ def run_round(
     try:
         for s in services:
             s.start()
+        result.starts = len(services)
         seqs = []
         for i in range(jobs):
             duration = round(rng.uniform(1.0, 5.0), 2)
@@ -189,7 +196,13 @@ def run_round(
                     s.paused_until = 0.0
                 if not s.running and not s.paused_until:
                     s.start()  # killed, or fenced and stopped: start it again
-            if now - began < fault_s and rng.random() < 0.12:
+                    result.starts += 1
+            ready = all(s.ready for s in services)
+            if kill_db is not None and ready and now - began < fault_s and rng.random() < db_kill_p:
+                down = rng.uniform(0.0, 2 * LEASE_S)
+                kill_db(down)
+                result.faults.append(f"{now - began:.1f}s kill -9 the database for {down:.1f}s")
+            elif now - began < fault_s and rng.random() < 0.12:
                 s = rng.choice(services)
                 if s.ready and not s.paused_until:
                     if rng.random() < 0.5:
@@ -202,7 +215,10 @@ def run_round(
                         s.signal(signal.SIGSTOP)
                         s.paused_until = now + pause
                         result.faults.append(f"{now - began:.1f}s pause {s.work.name} {pause:.1f}s")
-            rows = [store.get(seq) for seq in seqs]
+            try:
+                rows = [store.get(seq) for seq in seqs]
+            except Exception:  # the database is restarting: look again at the next turn
+                rows = [None]
             if now - began >= fault_s and all(r is not None and r.state in FINAL for r in rows):
                 break
             time.sleep(0.2)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.service.faults import pg_env, run_round
-from tests.service.postgres import PostgresServer
+from tests.service.postgres import PostgresServer, server_bin_dir
 
 ROUNDS_SHORT = 1
 ROUNDS_LONG = 20
@@ -46,6 +47,46 @@ def test_every_job_runs_exactly_once_under_kills_and_pauses(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     _rounds(kind, ROUNDS_SHORT, tmp_path, request)
+
+
+@pytest.fixture(scope="module")
+def own_pg_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this module alone: its tests kill it."""
+    bin_dir = server_bin_dir()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found")
+    server = PostgresServer(bin_dir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_every_job_runs_exactly_once_when_postgres_is_killed(
+    own_pg_server: PostgresServer, tmp_path: Path
+) -> None:
+    """Services killed and paused, and the PostgreSQL server itself killed -9 and restarted:
+    leases lapse during its outage, one service takes the other's jobs over when it is back,
+    and no job whose process still runs is run again."""
+    rng = random.Random(f"pg-kill-{os.environ.get('DLSCHED_FAULT_SEED', '')}")
+    url = own_pg_server.new_database()
+    result = run_round(
+        url,
+        own_pg_server.bare_url(url),
+        tmp_path / "round",
+        rng,
+        pg_env(own_pg_server.password),
+        kill_db=lambda down: own_pg_server.kill9_and_restart(down),
+        db_kill_p=0.08,
+    )
+    print(
+        f"postgresql kill: {result.takeovers} takeovers, {result.starts} service starts, "
+        f"faults {result.faults}"
+    )
+    assert not result.duplicates, result
+    assert not result.overlaps, result
+    assert result.exactly_once, result
 
 
 @pytest.mark.long
