@@ -204,7 +204,7 @@ def _row(r: tuple[Any, ...]) -> JobRow:
 
 class Store:
     """The job store ``db`` names: a SQLite file path, ``sqlite:///PATH`` or
-    ``postgresql://USER:PASSWORD@HOST:PORT/DBNAME`` (see :mod:`dlsched.service.store.url`;
+    ``postgresql://USER[:PASSWORD]@HOST:PORT/DBNAME`` (see :mod:`dlsched.service.store.url`;
     a bad value raises :class:`~dlsched.service.store.url.StoreUrlError`, a ``ValueError``).
     The tables are created if missing. See the module docstring for the guarantees."""
 
