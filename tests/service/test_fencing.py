@@ -167,3 +167,30 @@ def test_a_password_file_must_be_private_and_then_reaches_postgres(
     store.close()
     with pytest.raises(PasswordError, match="applies only to a postgresql"):
         with_password(parse_store_url(str(tmp_path / "s.db")), secret, environ={})
+
+
+def test_a_version_3_store_is_upgraded_with_epochs_and_orphan_checks(db_url: str) -> None:
+    from dlsched.service.store.database import SCHEMA_VERSION
+    from tests.service.helpers import run_beside
+
+    store = Store(db_url)
+    seq = _job(store)
+    store.close()
+    run_beside(
+        db_url,
+        [
+            ("ALTER TABLE jobs DROP COLUMN orphan_of", ()),
+            ("ALTER TABLE jobs DROP COLUMN launch_by", ()),
+            ("ALTER TABLE services DROP COLUMN epoch", ()),
+            ("ALTER TABLE services DROP COLUMN home", ()),
+            ("UPDATE meta SET value='3' WHERE key='schema_version'", ()),
+        ],
+    )
+    store = Store(db_url)
+    try:
+        assert store.schema_version == SCHEMA_VERSION == 4
+        row = store.get(seq)
+        assert row is not None and (row.orphan_of, row.launch_by) == (None, None)
+        assert store.begin_service("svc", 0.0, 60.0, None) == 1
+    finally:
+        store.close()
