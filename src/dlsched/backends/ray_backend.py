@@ -508,18 +508,18 @@ class RayBackend(FileBackedBackend):
                         remove_placement_group(pg)
 
     def probe(self, attempt: PriorAttempt) -> AttemptCheck:
-        """Alive while the owner's detached actor of that request (named in the owner's
-        namespace) is alive; else exited with the code its runner wrote under the owner's home;
-        else gone once its launch deadline has passed."""
-        from ray.util.state import list_actors
-
+        """Alive while the owner's detached actor of that request is registered under its name
+        in the owner's namespace (Ray frees the name of an actor that died); else exited with
+        the code its runner wrote under the owner's home; else gone once its launch deadline
+        has passed. Unknown while Ray does not answer."""
         name = f"dlsched:{attempt.owner}:{attempt.request.request_id}"
         try:
-            actors = list_actors(filters=[("name", "=", name)], raise_on_missing_output=False)
-        except Exception:  # the Ray state API is unreachable: not known now
-            return AttemptCheck(AttemptFate.UNKNOWN)
-        if any(a.state != "DEAD" for a in actors):
+            self._ray.get_actor(name, namespace=f"dlsched-{attempt.owner}")
             return AttemptCheck(AttemptFate.ALIVE)
+        except ValueError:
+            pass  # no live actor of that name
+        except Exception:  # Ray is unreachable: not known now
+            return AttemptCheck(AttemptFate.UNKNOWN)
         found, code = self._read_prior_exit(attempt)
         if found:
             return AttemptCheck(AttemptFate.EXITED, code)
