@@ -1,4 +1,5 @@
-"""The Ray and Slurm node-kill tests, run again and again while another process keeps a CPU busy.
+"""The Ray and Slurm node-kill tests and the takeover fault test, run again and again while another
+process keeps a CPU busy.
 
 A node that dies takes its jobs with it, and a job's exit can reach the service before the
 cluster manager declares the node lost; under CPU load that order is common. The back ends must
@@ -8,15 +9,21 @@ spin loops at normal priority, each stopping by itself after ``--max-minutes``),
 chosen node-kill test (``pytest NODEID``) ``--runs`` times in a row and stops at the first
 failure, whose output it keeps.
 
+``takeover`` is the short Jepsen-style round of :mod:`tests.service.test_takeover_faults` (two
+real services on SQLite and on PostgreSQL, killed -9 and paused past their lease; every job must
+run exactly once, no GPU held twice): each run is one fresh round per store with its own seed.
+
 Usage: ``.venv/bin/python bench/node_kill_under_load.py [--tests ray,slurm] [--runs 20]
-[--load 1] [--out runs/node_kill]``. Needs what the tests need (root, the ``ray`` extra,
-``apt-get install -y slurm-wlm munge``). Prints one line per run and a JSON summary.
+[--load 1] [--out runs/node_kill]`` (``--tests takeover`` for the fault test). Needs what the
+tests need (root, the ``ray`` extra, ``apt-get install -y slurm-wlm munge``, PostgreSQL).
+Prints one line per run and a JSON summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +36,8 @@ TESTS = {
     "test_jobs_of_a_killed_ray_node_are_requeued_rescheduled_and_complete_once",
     "slurm": "tests/backends/test_slurm_node_kill.py::"
     "test_jobs_of_a_killed_slurm_node_are_reported_lost_and_the_others_run_on",
+    "takeover": "tests/service/test_takeover_faults.py::"
+    "test_every_job_runs_exactly_once_under_kills_and_pauses",
 }
 SPIN = (
     "import sys, time\n"
@@ -43,9 +52,10 @@ def start_load(processes: int, seconds: float) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", SPIN, str(seconds)]) for _ in range(processes)]
 
 
-def run_test(nodeid: str, log: Path, tmp: Path) -> tuple[bool, float]:
+def run_test(nodeid: str, log: Path, tmp: Path, seed: int) -> tuple[bool, float]:
     """Run one test in a fresh pytest; (passed, seconds). Its output goes to ``log``, its
-    temporary files to ``tmp`` (kept for a failed run)."""
+    temporary files to ``tmp`` (kept for a failed run); ``seed`` is given to tests that draw
+    random faults (``$DLSCHED_FAULT_SEED``)."""
     began = time.monotonic()
     with open(log, "w") as out:
         done = subprocess.run(
@@ -60,6 +70,7 @@ def run_test(nodeid: str, log: Path, tmp: Path) -> tuple[bool, float]:
                 f"--basetemp={tmp}",
             ],
             cwd=REPO,
+            env={**os.environ, "DLSCHED_FAULT_SEED": str(seed)},
             stdout=out,
             stderr=subprocess.STDOUT,
             check=False,
@@ -69,7 +80,7 @@ def run_test(nodeid: str, log: Path, tmp: Path) -> tuple[bool, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tests", default="ray,slurm", help="comma-separated: ray, slurm")
+    p.add_argument("--tests", default="ray,slurm", help="comma-separated: ray, slurm, takeover")
     p.add_argument("--runs", type=int, default=20, help="runs of each test in a row")
     p.add_argument("--load", type=int, default=1, help="busy processes beside the tests")
     p.add_argument("--max-minutes", type=float, default=240.0, help="load stops after this")
@@ -89,7 +100,7 @@ def main() -> int:
             for i in range(1, args.runs + 1):
                 log = args.out / f"{name}-{i}.log"
                 tmp = args.out / f"{name}-{i}-tmp"
-                ok, took = run_test(TESTS[name], log, tmp)
+                ok, took = run_test(TESTS[name], log, tmp, i)
                 seconds.append(round(took, 1))
                 print(f"{name} run {i}: {'passed' if ok else 'FAILED'} in {took:.0f} s", flush=True)
                 if not ok:

@@ -12,6 +12,10 @@
    back-end call each). Prints the first two steps (which fill the empty cluster and take in
    the records of those starts) apart, and p50/p99 (ms) of the next cycles.
 
+Both parts run once per SQLite ``synchronous`` setting of ``--sync`` (default ``normal,full``: an
+A/B of durable acknowledgements in one run; the service itself always runs ``FULL``, see
+:mod:`dlsched.service.store.dialect`).
+
 Run: ``python bench/service_load.py`` (add ``--quick`` for a smaller smoke run).
 """
 
@@ -33,8 +37,10 @@ from dlsched.backends.fake import FakeBackend
 from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
 from dlsched.service.control.controller import Controller
+from dlsched.service.http_limits import HttpLimits, server_config
 from dlsched.service.server import Service, ServiceConfig, bind
 from dlsched.service.store.database import Store
+from dlsched.service.store.dialect import SqliteDialect
 from dlsched.service.store.records import PENDING, NewJob
 
 
@@ -45,7 +51,7 @@ def bench_submissions(n: int, tmp: Path) -> float:
     service = Service(config)
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(service.app, log_level="warning", access_log=False))
+    server = uvicorn.Server(server_config(service.app, HttpLimits().fitted()))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     service.start()
     thread.start()
@@ -133,9 +139,17 @@ def main() -> None:
     ap.add_argument("--step-s", type=float, default=10.0, help="fake seconds between cycles")
     ap.add_argument("--policies", default="fifo,sjf,tiresias")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--sync", default="normal,full", help="SQLite synchronous settings to A/B")
     a = ap.parse_args()
     if a.quick:
         a.submissions, a.pending, a.nodes, a.cycles = 300, 500, 50, 10
+    for sync in a.sync.split(","):
+        SqliteDialect.synchronous = sync.strip().upper()
+        print(f"## SQLite synchronous={SqliteDialect.synchronous}")
+        run_all(a)
+
+
+def run_all(a: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if a.submissions > 0:

@@ -102,10 +102,7 @@ class PostgresServer:
         # The port is free when picked, not when bound: try again if another process took it.
         for attempt in range(3):
             self.port = _free_port()
-            options = (
-                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            )
+            options = self._options()
             try:
                 self._run(
                     str(self.bin_dir / "pg_ctl"),
@@ -125,8 +122,41 @@ class PostgresServer:
                 if attempt == 2:
                     raise
 
+    def _options(self) -> str:
+        return (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+
+    def kill9_and_restart(self, down_s: float = 0.0) -> None:
+        """SIGKILL the postmaster, wait ``down_s`` seconds, and start the server again on the
+        same port (crash recovery replays its WAL); retried while the killed server's
+        processes still hold its shared memory."""
+        import signal
+        import time
+
+        pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(down_s)
+        for attempt in range(20):
+            try:
+                self._run(
+                    str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
+                    "-o", self._options(), "-w", "-t", "60", "start",
+                )  # fmt: skip
+                return
+            except RuntimeError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
+
     def url(self, dbname: str) -> str:
         return f"postgresql://{USER}:{self.password}@127.0.0.1:{self.port}/{dbname}"
+
+    def bare_url(self, url: str) -> str:
+        """``url`` (one of :meth:`url`) without its password, as a service's ``--db``."""
+        return url.replace(f":{self.password}@", "@")
 
     def new_database(self) -> str:
         """A new empty database; its URL."""

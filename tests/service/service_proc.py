@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from dlsched.backends.local import INSTANCE_VAR, REQUEST_VAR
+from dlsched.backends.jobfiles import INSTANCE_VAR, REQUEST_VAR
 from dlsched.backends.procfs import marked_processes
 
 

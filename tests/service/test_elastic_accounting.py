@@ -115,6 +115,8 @@ def test_a_run_taken_over_after_a_lapsed_lease_counts_the_gpus_it_held(
     assert store.mark_started(row.seq, {"node-000": [0, 1, 2]}, 100.0, "gone") is not None
     # Service "gone" never renewed a lease: another service takes the job over at t=140.
     assert store.claim_lapsed("taker", 140.0) == [row.seq]
+    # Its attempt is checked first; once known dead, the job is queued with its GPU time.
+    assert store.settle_orphan(row.seq, 1, "PENDING", 140.0, None, "gone")
     taken = store.get(row.seq)
     assert taken is not None and taken.state == "PENDING"
     assert taken.attained_gpu_s == pytest.approx(3 * 40.0)

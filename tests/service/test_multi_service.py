@@ -17,8 +17,15 @@ from dlsched.cluster.parse import resolve_cluster
 from dlsched.policy.registry import create_policy
 from dlsched.service.control.controller import Controller
 from dlsched.service.control.elastic_book import AttemptSize, ElasticBook
-from dlsched.service.store.database import SCHEMA_VERSION, Store
-from dlsched.service.store.records import COMPLETED, PENDING, PREEMPTING, RUNNING, NewJob
+from dlsched.service.store.database import SCHEMA_VERSION, Fenced, Store
+from dlsched.service.store.records import (
+    COMPLETED,
+    ORPHAN_CHECK,
+    PENDING,
+    PREEMPTING,
+    RUNNING,
+    NewJob,
+)
 from dlsched.service.store.service_id import SERVICE_ID_FILE, check_service_id, resolve_service_id
 from tests.service.helpers import Clock, run_beside
 
@@ -119,12 +126,22 @@ def test_a_dead_services_jobs_are_taken_over_after_its_lease(db_url: str) -> Non
         row = b.store.get(seq)
         assert row is not None and row.state == RUNNING and row.owner == "svc-b"
         assert row.restarts == 1 and row.attempt == 2
-        requeued = [d for _, k, d in b.store.events(seq) if k == "requeued"]
-        assert requeued == [
+        checked = [d for _, k, d in b.store.events(seq) if k == "orphan_check"]
+        assert checked == [
             {
                 "attempt": 1,
                 "reason": "service svc-a stopped renewing its lease",
                 "taken_over_by": "svc-b",
+            }
+        ]
+        # a's fake back end died with it (no peers): its attempt is gone, the job runs again.
+        requeued = [d for _, k, d in b.store.events(seq) if k == "requeued"]
+        assert requeued == [
+            {
+                "attempt": 1,
+                "exit_code": None,
+                "orphan": True,
+                "reason": "its attempt under service svc-a never ran or was killed",
             }
         ]
     run(clock, [b])
@@ -194,14 +211,27 @@ def test_a_restarted_service_adopts_its_jobs_and_a_stopped_one_loses_them(db_url
     assert a.backend.launches == 1
     row = a.store.get(seq)
     assert row is not None and row.owner == "svc-a" and row.state == RUNNING
-    # Its job taken over meanwhile (lease lapsed), a service stops the process it still runs.
+    # Its job taken over meanwhile (lease lapsed): the taker waits for the attempt it can see
+    # alive, and the service it took it from is fenced: it acts no more (nor stops the job).
     b = Service(db_url, clock, "svc-b")
+    b.backend.peers.append(a.backend)
     clock.now += LEASE_S + 1
     b.step()
-    assert b.store.get(seq).owner == "svc-b"  # type: ignore[union-attr]
-    again.step()
+    row = b.store.get(seq)
+    assert row is not None and row.owner == "svc-b" and row.state == ORPHAN_CHECK
+    assert row.orphan_of == "svc-a"
+    with pytest.raises(Fenced):
+        again.step()
+    with pytest.raises(Fenced):
+        again.step()
     stopped = [r for r in a.backend.history if r.request.request_id == f"j{seq}.1"]
-    assert [r.stop_at for r in stopped] == [clock.now]
+    assert [r.stop_at for r in stopped] == [math.inf]
+    # The attempt ends by itself: the taker records its outcome and never runs it again.
+    clock.now = a.backend.next_event_time() or clock.now
+    b.step()
+    row = b.store.get(seq)
+    assert row is not None and row.state == COMPLETED and row.attempt == 1
+    assert not b.backend.history
 
 
 def test_an_upgraded_store_gives_running_jobs_to_its_instance(db_url: str) -> None:

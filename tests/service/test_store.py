@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -294,7 +295,13 @@ def test_unreachable_postgres_is_a_clear_error() -> None:
 
 
 def _serve_fake(db: str, tmp_path: Path) -> Result:
-    """``dlsched serve --db DB`` on the fake back end, its token and jobs under ``tmp_path``."""
+    """``dlsched serve --db DB`` on the fake back end, its token and jobs under ``tmp_path``;
+    a password in ``DB`` is passed in the environment (never in argv)."""
+    parts = urlsplit(db)
+    env = {}
+    if parts.scheme.startswith("postgres") and parts.password is not None:
+        env["DLSCHED_DB_PASSWORD"] = parts.password
+        db = db.replace(f":{parts.password}@", "@", 1)
     return CliRunner().invoke(
         app,
         [
@@ -310,6 +317,7 @@ def _serve_fake(db: str, tmp_path: Path) -> Result:
             "--work-dir",
             str(tmp_path / "jobs"),
         ],
+        env=env,
     )
 
 
@@ -320,7 +328,7 @@ def test_serve_reports_an_unreachable_postgres_as_a_user_error(tmp_path: Path) -
         result = _serve_fake(f"postgresql://u:secret@127.0.0.1:{port}/db", tmp_path)
     assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit)
-    assert f"error: postgresql://u:***@127.0.0.1:{port}/db: cannot connect" in result.output
+    assert f"error: postgresql://u@127.0.0.1:{port}/db: cannot connect" in result.output
     assert "secret" not in result.output and "Traceback" not in result.output
 
 
@@ -348,6 +356,7 @@ def test_serve_reports_a_newer_schema_as_a_user_error(backend: Db, tmp_path: Pat
                 "postgresql://ann:pw@db.example:5433/jobs",
                 "jobs",
                 "postgresql://ann:***@db.example:5433/jobs",
+                has_url_password=True,
             ),
         ),
         (
@@ -425,7 +434,7 @@ def test_a_live_service_runs_jobs_on_postgres(pg_server: PostgresServer, tmp_pat
                 "--port",
                 "0",
                 "--db",
-                url,
+                pg_server.bare_url(url),
                 "--backend",
                 "fake",
                 "--port",
@@ -440,7 +449,11 @@ def test_a_live_service_runs_jobs_on_postgres(pg_server: PostgresServer, tmp_pat
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={
+                **os.environ,
+                "PYTHONUNBUFFERED": "1",
+                "DLSCHED_DB_PASSWORD": pg_server.password,
+            },
         )
     try:
         base = ""
@@ -469,7 +482,7 @@ def test_a_live_service_runs_jobs_on_postgres(pg_server: PostgresServer, tmp_pat
         proc.wait(30)
     text = log.read_text()
     assert pg_server.password not in text
-    assert url.replace(pg_server.password, "***") in text
+    assert pg_server.bare_url(url) in text
     store = Store(url)
     rows = store.jobs(user="ann")
     assert [r.state for r in rows] == [COMPLETED] * 3

@@ -238,7 +238,7 @@ def test_a_version_2_store_is_upgraded_with_null_tenants(db_url: str) -> None:
     )
     store = Store(db_url)
     try:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         old = store.get(row.seq)
         assert old is not None and (old.tenant, old.queue, old.name) == (None, None, "old")
         new = store.submit(NewJob("new", "bob", 1, ("true",), tenant="t", queue="q"), 6.0)

@@ -18,6 +18,13 @@ A back end is asynchronous and eventually consistent, in the manner of a cloud p
 - :meth:`Backend.recover` is called once, after a driver restart, with the requests the driver
   believes are live: the back end adopts the ones still running (or exited while the driver was
   down) and cleans up any other process it started for this driver (orphans).
+- :meth:`Backend.probe` says what became of an attempt another driver (a service whose lease
+  was taken over) started: still alive, exited (with its code, read back from where its
+  wrapper left it), or gone for good. It answers ``GONE`` only when the attempt can no longer
+  start either: its process is absent and its launch deadline (``PriorAttempt.launch_by``) has
+  passed; otherwise ``UNKNOWN``. A driver re-runs a taken-over job only after ``EXITED`` or
+  ``GONE``.
+- A driver never calls :meth:`Backend.launch` for a request after its ``launch_by``.
 """
 
 from __future__ import annotations
@@ -66,6 +73,8 @@ class LaunchRequest:
     expected_duration_s: float | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     tenant: str | None = None
+    launch_by: float | None = None
+    """The latest time (the driver's clock) at which this attempt may start (None: any)."""
 
     @property
     def num_gpus(self) -> int:
@@ -106,6 +115,52 @@ class KnownRequest:
     start_time: float | None = None
 
 
+LAUNCH_MARGIN_S = 1.0
+"""How long after an attempt's launch deadline :meth:`Backend.probe` still answers ``UNKNOWN``
+for an absent process: clocks and the driver's own last step lag by less than this."""
+
+
+class AttemptFate(StrEnum):
+    """What :meth:`Backend.probe` found of an earlier attempt."""
+
+    ALIVE = "ALIVE"
+    """Its process (job, actor) still runs: wait."""
+    EXITED = "EXITED"
+    """It ended; :attr:`AttemptCheck.exit_code` is its own exit code (None if unreadable)."""
+    GONE = "GONE"
+    """No process, no exit code, and it can no longer be launched: it will never run."""
+    UNKNOWN = "UNKNOWN"
+    """Not known yet (its deadline has not passed, or the back end cannot be asked now)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PriorAttempt:
+    """An attempt started by another driver ``owner`` (its back-end instance), whose back end
+    keeps its files under ``owner_home`` (None: unknown), with the process identity and launch
+    deadline the store recorded."""
+
+    request: LaunchRequest
+    owner: str
+    owner_home: str | None
+    pid: int | None
+    pid_start: float | None
+    launch_by: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptCheck:
+    """The answer of :meth:`Backend.probe`."""
+
+    fate: AttemptFate
+    exit_code: int | None = None
+
+
+def deadline_passed(attempt: PriorAttempt, now: float) -> bool:
+    """Whether ``attempt`` can no longer be launched at ``now`` (its deadline and
+    :data:`LAUNCH_MARGIN_S` are past; never for an attempt without a deadline)."""
+    return attempt.launch_by is not None and now > attempt.launch_by + LAUNCH_MARGIN_S
+
+
 class Backend(ABC):
     """Runs job processes for one driver (see the module docstring for the contract)."""
 
@@ -135,6 +190,17 @@ class Backend(ABC):
     def recover(self, known: Mapping[str, KnownRequest]) -> None:
         """After a driver restart: adopt the live or exited requests of ``known`` and clean up
         every other process this driver started before (see the module docstring)."""
+
+    @abstractmethod
+    def probe(self, attempt: PriorAttempt) -> AttemptCheck:
+        """What became of ``attempt``, started by another driver (see the module docstring):
+        never ``GONE`` while it might still run or start."""
+
+    @property
+    def location(self) -> str | None:
+        """Where this back end leaves its attempts' files for another driver's :meth:`probe`
+        (None: nowhere another driver can read)."""
+        return None
 
     def unavailable_nodes(self) -> frozenset[str]:
         """Nodes that take no new job now (lost, drained, down); the driver keeps them out of

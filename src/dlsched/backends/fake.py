@@ -22,12 +22,16 @@ from typing import Any
 
 from dlsched.backends.base import (
     EXIT_PREEMPTED,
+    AttemptCheck,
+    AttemptFate,
     Backend,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
+    PriorAttempt,
     ProcState,
+    deadline_passed,
 )
 
 DEFAULT_DURATION_S = 60.0
@@ -104,6 +108,9 @@ class FakeBackend(Backend):
         self._errors: list[BackendError] = []
         self.launches = 0
         self.down: set[str] = set()
+        self.peers: list[FakeBackend] = []
+        """Fake back ends (of other services in this process) whose runs :meth:`probe`
+        can see; tests link them."""
 
     def fail_node(self, node: str) -> None:
         """Fault injection: ``node`` is lost now; runs on it end with a ``node_lost`` error and
@@ -194,6 +201,22 @@ class FakeBackend(Backend):
             run = self.runs.pop(rid)
             if run.end == math.inf:
                 run.end, run.exit_code = self.clock(), None
+
+    def probe(self, attempt: PriorAttempt) -> AttemptCheck:
+        """Fake runs live in the memory of the back end that launched them: one of a back end
+        in :attr:`peers` is judged from its run; any other is gone once its launch deadline
+        has passed (its service's memory is gone with it)."""
+        for peer in self.peers:
+            run = peer.runs.get(attempt.request.request_id)
+            if run is None:
+                continue
+            run.settle(self.clock(), peer._done)
+            if run.end <= self.clock():
+                return AttemptCheck(AttemptFate.EXITED, run.exit_code)
+            return AttemptCheck(AttemptFate.ALIVE)
+        if deadline_passed(attempt, self.clock()):
+            return AttemptCheck(AttemptFate.GONE)
+        return AttemptCheck(AttemptFate.UNKNOWN)
 
     def next_event_time(self) -> float | None:
         """The earliest time at which some run changes state on its own (for tests that jump

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dlsched.backends.base import Backend
+from dlsched.backends.base import Backend, PriorAttempt
 from dlsched.safe_load import load_json, read_text
 
 LOG_NAME = "log.txt"
@@ -79,16 +79,21 @@ class FileBackedBackend(Backend):
     def exit_file(self, request_id: str) -> Path:
         return self.root / "exits" / request_id
 
+    @property
+    def location(self) -> str | None:
+        return str(self.root)
+
     def _read_exit(self, request_id: str) -> tuple[bool, int | None]:
         """Whether the request's exit file exists, and the code in it (None if unreadable)."""
-        try:
-            text = self.exit_file(request_id).read_text().strip()
-        except FileNotFoundError:
+        return _read_exit_file(self.exit_file(request_id))
+
+    @staticmethod
+    def _read_prior_exit(attempt: PriorAttempt) -> tuple[bool, int | None]:
+        """:meth:`_read_exit` for an attempt of another driver of the same kind, in its
+        ``owner_home`` ((False, None) when that is unknown)."""
+        if attempt.owner_home is None:
             return False, None
-        try:
-            return True, int(text)
-        except ValueError:
-            return True, None
+        return _read_exit_file(Path(attempt.owner_home) / "exits" / attempt.request.request_id)
 
     def _status(self, job_id: str) -> dict[str, Any] | None:
         """The job's last status report, or None when absent or not a JSON object."""
@@ -99,3 +104,15 @@ class FileBackedBackend(Backend):
         except (FileNotFoundError, ValueError, OSError):
             return None
         return data if isinstance(data, dict) else None
+
+
+def _read_exit_file(path: Path) -> tuple[bool, int | None]:
+    """Whether exit file ``path`` exists, and the code in it (None if unreadable)."""
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return False, None
+    try:
+        return True, int(text)
+    except ValueError:
+        return True, None

@@ -45,11 +45,15 @@ from typing import IO
 
 from dlsched.backends.base import (
     SANDBOX_BUSY,
+    AttemptCheck,
+    AttemptFate,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
+    PriorAttempt,
     ProcState,
+    deadline_passed,
 )
 from dlsched.backends.confinement import (
     NAMESPACE_FLAGS,
@@ -462,6 +466,24 @@ class LocalBackend(FileBackedBackend):
             with contextlib.suppress(OSError):
                 if workdir.lstat().st_uid in free:
                     give_tree(workdir, os.getuid(), os.getgid())
+
+    def probe(self, attempt: PriorAttempt) -> AttemptCheck:
+        """Alive while its recorded process (pid and start time, so a recycled pid is not
+        taken for it) or any process marked with its owner's instance and its request id
+        lives; else exited with the code its wrapper wrote under the owner's home (read after
+        looking for the process: the wrapper writes it before it exits); else gone once its
+        launch deadline has passed."""
+        if attempt.pid is not None and is_alive(attempt.pid, attempt.pid_start):
+            return AttemptCheck(AttemptFate.ALIVE)
+        marked = marked_processes(INSTANCE_VAR, attempt.owner, REQUEST_VAR)
+        if attempt.request.request_id in marked:
+            return AttemptCheck(AttemptFate.ALIVE)
+        found, code = self._read_prior_exit(attempt)
+        if found:
+            return AttemptCheck(AttemptFate.EXITED, code)
+        if deadline_passed(attempt, self.clock()):
+            return AttemptCheck(AttemptFate.GONE)
+        return AttemptCheck(AttemptFate.UNKNOWN)
 
     def close(self) -> None:
         """Reap exited children and release the sandbox pool's lock; running jobs are left

@@ -50,11 +50,15 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.backends.base import (
+    AttemptCheck,
+    AttemptFate,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
+    PriorAttempt,
     ProcState,
+    deadline_passed,
 )
 from dlsched.backends.jobfiles import (
     CHECKPOINT_NAME,
@@ -506,6 +510,26 @@ class RayBackend(FileBackedBackend):
                 if pg is not None:
                     with contextlib.suppress(Exception):
                         remove_placement_group(pg)
+
+    def probe(self, attempt: PriorAttempt) -> AttemptCheck:
+        """Alive while the owner's detached actor of that request is registered under its name
+        in the owner's namespace (Ray frees the name of an actor that died); else exited with
+        the code its runner wrote under the owner's home; else gone once its launch deadline
+        has passed. Unknown while Ray does not answer."""
+        name = f"dlsched:{attempt.owner}:{attempt.request.request_id}"
+        try:
+            self._ray.get_actor(name, namespace=f"dlsched-{attempt.owner}")
+            return AttemptCheck(AttemptFate.ALIVE)
+        except ValueError:
+            pass  # no live actor of that name
+        except Exception:  # Ray is unreachable: not known now
+            return AttemptCheck(AttemptFate.UNKNOWN)
+        found, code = self._read_prior_exit(attempt)
+        if found:
+            return AttemptCheck(AttemptFate.EXITED, code)
+        if deadline_passed(attempt, self.clock()):
+            return AttemptCheck(AttemptFate.GONE)
+        return AttemptCheck(AttemptFate.UNKNOWN)
 
     def close(self) -> None:
         """Disconnect from Ray. Jobs keep running (their actors are detached) for a restarted

@@ -63,11 +63,15 @@ from pathlib import Path
 
 from dlsched.backends.base import (
     EXIT_PREEMPTED,
+    AttemptCheck,
+    AttemptFate,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
+    PriorAttempt,
     ProcState,
+    deadline_passed,
 )
 from dlsched.backends.job_env import DEFAULT_PATH, allowed
 from dlsched.backends.jobfiles import (
@@ -601,6 +605,24 @@ class SlurmBackend(FileBackedBackend):
                 self.jobs[rid] = SlurmJob(
                     entry.request, None, "COMPLETED", exited=True, exit_code=code
                 )
+
+    def probe(self, attempt: PriorAttempt) -> AttemptCheck:
+        """Alive while Slurm lists the owner's job of that request (by its job name) as pending
+        or running; else exited with the code the job's wrapper wrote under the owner's home;
+        else gone once its launch deadline has passed. Unknown while Slurm does not answer."""
+        try:
+            jobs = read_queue(self.commands)
+        except SlurmCommandError:
+            return AttemptCheck(AttemptFate.UNKNOWN)
+        name = f"{NAME_PREFIX}-{attempt.owner}-{attempt.request.request_id}"
+        if any(j.name == name and j.state in STARTING_STATES | RUNNING_STATES for j in jobs):
+            return AttemptCheck(AttemptFate.ALIVE)
+        found, code = self._read_prior_exit(attempt)
+        if found:
+            return AttemptCheck(AttemptFate.EXITED, code)
+        if deadline_passed(attempt, self.clock()):
+            return AttemptCheck(AttemptFate.GONE)
+        return AttemptCheck(AttemptFate.UNKNOWN)
 
     def cancel_all(self) -> None:
         """Cancel every live job of this back end (Slurm's SIGTERM, then SIGKILL after its

@@ -77,9 +77,17 @@ def serve(
         str,
         typer.Option(
             help="Job store: a SQLite file (created if missing) or "
-            "postgresql://USER:PASSWORD@HOST:PORT/DBNAME (needs the 'postgres' extra)."
+            "postgresql://USER@HOST:PORT/DBNAME (needs the 'postgres' extra; no password "
+            "here: see --db-password-file)."
         ),
     ] = "state.db",
+    db_password_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="File (mode 0600) whose first line is the PostgreSQL password (else "
+            "$DLSCHED_DB_PASSWORD, else libpq's $PGPASSWORD or ~/.pgpass)."
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8765,
     token_file: Annotated[
@@ -167,12 +175,17 @@ def serve(
         if tokens is not None and token_file is not None:
             raise ValueError("--token-file and --tokens: give one (--tokens holds the admin token)")
         require_components([("--policy", policy), ("--backend", backend)])
+        from dlsched.service.store.password import check_no_url_password
+        from dlsched.service.store.url import parse_store_url
+
+        check_no_url_password(parse_store_url(db))
         if db.startswith(("postgresql://", "postgres://")):
             require("--db postgresql://...", "postgres")
         if queues is not None:
             require("--queues", "tenancy")
     from dlsched.service.server import PortInUse, ServiceConfig
     from dlsched.service.server import serve as run_service
+    from dlsched.service.store.database import Fenced
 
     with user_errors():
         config = ServiceConfig(
@@ -184,6 +197,7 @@ def serve(
             backend=backend,
             ray_address=ray_address,
             db=db,
+            db_password_file=db_password_file,
             host=host,
             port=port,
             token_file=token_file,
@@ -205,6 +219,9 @@ def serve(
         except PortInUse as exc:
             print_error(f"{exc}; choose another with --port (--port 0: any free port)")
             raise typer.Exit(USER_ERROR) from exc
+        except Fenced as exc:
+            print_error(f"{exc}; the service stopped (start it again to rejoin)")
+            raise typer.Exit(1) from exc
 
 
 _SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}

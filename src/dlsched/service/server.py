@@ -2,7 +2,14 @@
 
 Stopping the service (Ctrl-C or SIGTERM, the same way) stops the loop and the HTTP server and
 closes the back end and the store, but leaves job processes running: a service started again
-on the same store adopts them (crash recovery and a clean restart are the same path).
+on the same store adopts them (crash recovery and a clean restart are the same path). A service
+fenced by another (its lease taken over) stops the same way, and :func:`serve` then raises
+:class:`~dlsched.service.store.database.Fenced`.
+
+The service holds its work directory's lock for its whole life
+(:func:`~dlsched.service.store.service_id.lock_work_dir`): one service per directory. The HTTP
+server runs under :mod:`dlsched.service.http_limits` and logs through
+:mod:`dlsched.service.log_limits`.
 """
 
 from __future__ import annotations
@@ -37,8 +44,11 @@ from dlsched.service.control.controller import (
 from dlsched.service.control.elastic_setup import build_controller, create_service_policy
 from dlsched.service.control.live_admission import LiveAdmission
 from dlsched.service.control.loop import ControlLoop
-from dlsched.service.store.database import Store, StoreError
-from dlsched.service.store.service_id import resolve_service_id
+from dlsched.service.http_limits import HttpLimits, server_config
+from dlsched.service.log_limits import install as install_log_limits
+from dlsched.service.store.database import Fenced, Store, StoreError
+from dlsched.service.store.password import with_password
+from dlsched.service.store.service_id import WorkDirLock, lock_work_dir, resolve_service_id
 from dlsched.service.store.url import SqliteTarget, StoreTarget, parse_store_url
 
 DEFAULT_PORT = 8765
@@ -67,7 +77,8 @@ class ServiceConfig:
     (``auto``, ``users`` or ``none``, see :func:`dlsched.backends.sandbox.resolve_mode`),
     ``job_memory_bytes``/``job_cpus`` each sandboxed job's cgroup limits (None: unlimited),
     ``job_env`` names of the service's variables jobs get besides the allow-list (see
-    :mod:`dlsched.backends.job_env`)."""
+    :mod:`dlsched.backends.job_env`); ``db_password_file`` the PostgreSQL password's file
+    (see :mod:`dlsched.service.store.password`); ``http_limits`` the API server's bounds."""
 
     cluster: str = "2x4"
     policy: str = "fifo"
@@ -93,6 +104,8 @@ class ServiceConfig:
     job_memory_bytes: int | None = None
     job_cpus: float | None = None
     job_env: tuple[str, ...] = ()
+    db_password_file: Path | None = None
+    http_limits: HttpLimits = field(default_factory=HttpLimits)
 
     @property
     def api_hosts(self) -> tuple[str, ...]:
@@ -162,7 +175,7 @@ class Service:
                 raise ValueError("ray_address (--ray-address) is empty")
         check_lease(config.lease_s)
         check_placement(policy, config.placement, config.placement_options)
-        target = config.store_target
+        target = with_password(config.store_target, config.db_password_file)
         if isinstance(target, SqliteTarget):
             _private_dir(target.path.parent, "--db")
         tokens = None if config.tokens_file is None else read_tokens(config.tokens_file)
@@ -186,7 +199,9 @@ class Service:
         )
         self.store = Store(target)
         backend: Backend | None = None
+        self._lock: WorkDirLock | None = None
         try:
+            self._lock = lock_work_dir(config.jobs_root)
             self.service_id = resolve_service_id(
                 config.service_id, config.jobs_root, self.store, clock(), config.lease_s
             )
@@ -219,9 +234,16 @@ class Service:
             if backend is not None:
                 backend.close()
             self.store.close()
+            if self._lock is not None:
+                self._lock.release()
             raise
         self.backend: Backend = backend
-        self.loop = ControlLoop(self.controller, config.round_s, config.poll_s)
+        self.fenced: Fenced | None = None
+        """Set when the control loop found this service fenced (it then stopped)."""
+        self._on_stop: Callable[[], None] | None = None
+        self.loop = ControlLoop(
+            self.controller, config.round_s, config.poll_s, on_fenced=self._fenced
+        )
         self.app: Guard = create_app(
             ServiceContext(
                 self.store, self.controller, self.loop.poke, clock, self.token, policy.name, tokens
@@ -230,7 +252,15 @@ class Service:
             allowed_hosts=config.api_hosts,
         )
 
-    def start(self) -> None:
+    def _fenced(self, exc: Fenced) -> None:
+        self.fenced = exc
+        if self._on_stop is not None:
+            self._on_stop()
+
+    def start(self, on_stop: Callable[[], None] | None = None) -> None:
+        """Adopt the back end's processes, step once and start the control loop;
+        ``on_stop`` is called (from the loop's thread) if the loop stops by itself (fenced)."""
+        self._on_stop = on_stop
         self.controller.recover()
         self.controller.step()
         self.loop.start()
@@ -239,6 +269,8 @@ class Service:
         self.loop.stop()
         self.backend.close()
         self.store.close()
+        if self._lock is not None:
+            self._lock.release()
 
 
 def _job_limits(memory_bytes: int | None, cpus: float | None) -> JobLimits:
@@ -306,8 +338,14 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
     config = service.config
     port = sock.getsockname()[1]
     host = f"[{config.host}]" if ":" in config.host else config.host
+    server: uvicorn.Server | None = None
+
+    def fenced() -> None:
+        if server is not None:
+            server.should_exit = True
+
     try:
-        service.start()
+        service.start(on_stop=fenced)
         announce(f"dlsched service at http://{host}:{port}/")
         announce(f"token file: {config.tokens_file or config.token_path}")
         if service.sandbox_warning:
@@ -316,7 +354,10 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
             f"policy {config.policy}, cluster {config.cluster}, backend {config.backend}, "
             f"store {service.store.label}, service id {service.service_id}"
         )
-        server = uvicorn.Server(uvicorn.Config(service.app, log_level="warning", access_log=False))
+        server = uvicorn.Server(server_config(service.app, config.http_limits.fitted()))
+        install_log_limits()
+        if service.fenced is not None:  # fenced before the server existed
+            server.should_exit = True
         # uvicorn shuts down gracefully on SIGINT/SIGTERM and then raises the signal again:
         # turn that into a normal return, so the clean-up below runs and the exit status is 0.
         previous = signal.signal(signal.SIGTERM, _stop_requested)
@@ -329,3 +370,5 @@ def serve(config: ServiceConfig, announce: Callable[[str], None] = print) -> Non
     finally:
         service.stop()
         sock.close()
+    if service.fenced is not None:
+        raise service.fenced

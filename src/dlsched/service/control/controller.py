@@ -42,9 +42,26 @@ owns and the pending ones: a job another service runs is, to this controller, go
 that service's). Every service schedules its own cluster from the one shared queue, and a start is a
 conditional update on the job being pending, so one service wins each attempt and the others see the
 job leave their queue. Every ``lease_s / 4`` seconds a controller renews its lease (its jobs stay
-its own until ``lease_s`` after the renewal) and requeues the jobs of services whose lease ran out
-(a service that died); a service restarted under the same id before its lease runs out adopts its
-own jobs.
+its own until ``lease_s`` after the renewal) and takes over the jobs of services whose lease ran
+out (a service that died, or one cut off from the store); a service restarted under the same id
+before its lease runs out adopts its own jobs.
+
+Exactly once under takeover:
+
+- Fencing: a controller starts a new epoch of its service id and fences its store with it
+  (:meth:`Store.begin_service <dlsched.service.store.database.Store.begin_service>`); a takeover
+  moves the lapsed service to a new epoch in the same transaction, so every later write of the
+  lapsed service raises :class:`~dlsched.service.store.database.Fenced`. A fenced controller
+  stops: :attr:`Controller.fenced` is set and :meth:`step` raises it again without doing
+  anything (no launch, no stop, no write).
+- A taken-over job goes to ORPHAN_CHECK, not back to the queue: at each step the new owner asks
+  its back end (:meth:`Backend.probe <dlsched.backends.base.Backend.probe>`) what became of the
+  old attempt. Alive: it waits; exited: the attempt's own outcome is recorded (a job that
+  completed under the old owner is COMPLETED, not run again); gone: the job is queued again.
+  Meanwhile its GPUs stay held in the old owner's mirror, should that service come back.
+- Every attempt is started with a launch deadline (``lease_s / 2`` after its start) past which
+  no back end is asked to launch it (the attempt is requeued instead), so a probe can tell an
+  attempt that never started from one that still may.
 
 For non-preemptive policies the scheduler sees only waiting jobs in its queue (running jobs only
 hold their GPUs in the state); preemptive ones, and allocation policies, see running jobs as active
@@ -65,11 +82,13 @@ from typing import Any
 from dlsched.backends.base import (
     EXIT_PREEMPTED,
     RESUMABLE_ERRORS,
+    AttemptFate,
     Backend,
     BackendError,
     KnownRequest,
     LaunchRequest,
     Observation,
+    PriorAttempt,
     ProcState,
 )
 from dlsched.cluster.spec import ClusterSpec
@@ -86,12 +105,13 @@ from dlsched.service.control.live_admission import LiveAdmission
 from dlsched.service.control.live_job import LiveJob
 from dlsched.service.control.live_metrics import LiveMetrics
 from dlsched.service.control.planning import OrderingPlanning, Planning
-from dlsched.service.store.database import Store
+from dlsched.service.store.database import Fenced, Store
 from dlsched.service.store.records import (
     CANCELLED,
     COMPLETED,
     FAILED,
     HOLDING,
+    ORPHAN_CHECK,
     PENDING,
     PREEMPTING,
     RUNNING,
@@ -108,6 +128,10 @@ PROGRESS_SAVE_S = 10.0
 kept in memory between saves, so thousands of running jobs cost no write per step."""
 DEFAULT_LEASE_S = 60.0
 """How long a service's jobs stay its own after its last lease renewal."""
+LAUNCH_WINDOW = 0.5
+"""An attempt may be launched until this fraction of the lease after its start: a takeover
+comes at least ``3/4`` of a lease after it (renewals are a quarter lease apart), so a
+taken-over attempt that never started is known dead soon after."""
 _ELSEWHERE = "ELSEWHERE"
 """The mirror's name for a job holding GPUs of another service."""
 _STOPPED_BY_US = (None, 128 + 15, 128 + 9)
@@ -226,8 +250,19 @@ class Controller:
         self._sched: AnyScheduler | None = None
         self._unsaved: set[int] = set()
         self._saved_at = time.monotonic()
+        self._orphans: dict[int, JobRow] = {}
+        """Jobs in ORPHAN_CHECK this controller took over (their old attempt is probed)."""
+        self._kept: dict[int, str] = {}
+        """Request ids of this service's own earlier attempts in ORPHAN_CHECK elsewhere: their
+        GPUs stay held and their processes are left alone."""
+        self.fenced: Fenced | None = None
+        """Set once a write found this service fenced (module docstring): it acts no more."""
         self._renewed_at = clock()
-        store.renew_lease(self.service_id, self._renewed_at, lease_s)
+        self.epoch = store.begin_service(
+            self.service_id, self._renewed_at, lease_s, backend.location
+        )
+        """This process's epoch of its service id (see :meth:`Store.begin_service`)."""
+        store.fence_as(self.service_id, self.epoch)
         self._event, rows = store.snapshot()
         self._mirror_all(rows)
 
@@ -277,6 +312,7 @@ class Controller:
             batch_size=self.planning.batch_size(row),
             expected_duration_s=row.expected_duration_s,
             tenant=row.tenant,
+            launch_by=row.launch_by,
         )
 
     # ---- the mirror -----------------------------------------------------------------------
@@ -284,10 +320,19 @@ class Controller:
         """Bring the mirror (rows, views, held GPUs) and the scheduler in line with ``row``."""
         seq = row.seq
         state = row.state
-        if state in HOLDING and row.owner != self.service_id:
+        kept = state == ORPHAN_CHECK and row.orphan_of == self.service_id
+        if state == ORPHAN_CHECK and row.owner == self.service_id:
+            self._orphans[seq] = row
+        else:
+            self._orphans.pop(seq, None)
+        if kept:
+            self._kept[seq] = row.request_id
+        else:
+            self._kept.pop(seq, None)
+        if (state in HOLDING and row.owner != self.service_id) or state == ORPHAN_CHECK:
             state = _ELSEWHERE
         old = self._held.get(seq)
-        new = self._placement(row.gpu_ids) if state in HOLDING else None
+        new = self._placement(row.gpu_ids) if state in HOLDING or kept else None
         if old != new:
             if old is not None:
                 self._state.release(old, WHOLE, 0.0, 0.0)
@@ -441,12 +486,39 @@ class Controller:
             self.store.fail_pending(row.seq, now, reason)
         self._forget(row.request_id)
 
-    def _launch(self, row: JobRow) -> None:
-        """Ask the back end to run ``row``'s current attempt; an error fails the job alone."""
+    def _launch(self, row: JobRow) -> bool:
+        """Ask the back end to run ``row``'s current attempt; an error fails the job alone.
+        Past its launch deadline the attempt is never launched (another service may have
+        judged it dead, module docstring): the back end is asked what became of it instead,
+        and it is requeued once gone, settled once exited. True if the job changed state."""
+        now = self.clock()
+        if row.launch_by is not None and now > row.launch_by:
+            prior = PriorAttempt(
+                self.request_for(row),
+                self.service_id,
+                self.backend.location,
+                row.pid,
+                row.pid_start,
+                row.launch_by,
+            )
+            check = self.backend.probe(prior)
+            if check.fate is AttemptFate.GONE:
+                return self.store.mark_exited(
+                    row.seq, row.attempt, PENDING, now, None, "launch deadline passed"
+                )
+            if check.fate is AttemptFate.EXITED:
+                seen = Observation(row.request_id, ProcState.EXITED, check.exit_code)
+                outcome, reason = _outcome(row, seen, None)
+                return self.store.mark_exited(
+                    row.seq, row.attempt, outcome, now, check.exit_code, reason
+                )
+            return False
         try:
             self.backend.launch(self.request_for(row))
         except Exception as exc:  # the back end's contract says never; contain it anyway
             self._fail(row, "the back end could not launch it", exc)
+            return True
+        return False
 
     def _forget(self, request_id: str) -> None:
         """Tell the back end an exited request's outcome is stored (an error is logged: the
@@ -473,17 +545,33 @@ class Controller:
             for row in self._rows.values()
             if row.state in HOLDING
         }
+        # Our own earlier attempts another service is checking: adopted, never killed.
+        for seq in self._kept:
+            row = self.store.get(seq)
+            if row is not None and row.state == ORPHAN_CHECK:
+                known[row.request_id] = KnownRequest(self.request_for(row), row.pid, row.pid_start)
         self.backend.recover(known)
 
     # ---- one step ------------------------------------------------------------------------
     def step(self, cycle: bool = True) -> bool:
         """Observe and record outcomes; then, if ``cycle`` or any job ended, run a scheduling
         cycle and reconcile its plan. Returns whether a cycle ran."""
+        if self.fenced is not None:
+            raise self.fenced
+        try:
+            return self._step(cycle)
+        except Fenced as exc:
+            self.fenced = exc
+            log.error("%s; this service stops acting", exc)
+            raise
+
+    def _step(self, cycle: bool) -> bool:
         began = perf_counter()
         now = self.clock()
         self._keep_lease(now)
         self._sync()
         changed = self._observe(now)
+        changed |= self._check_orphans(now)
         if not (cycle or changed):
             return False
         self._sync()
@@ -510,15 +598,17 @@ class Controller:
             log.exception("the back end could not be observed")
             return False
         changed = False
-        owned: set[str] = set()
+        owned: set[str] = set(self._kept.values())
         for seq in list(self._held):
-            row = self._rows[seq]
+            row = self._rows.get(seq)
+            if row is None:  # one of ours another service is checking (module docstring)
+                continue
             rid = self._rid[seq]
             owned.add(rid)
             o = obs.get(rid)
             if o is None:
                 if row.state == RUNNING:
-                    self._launch(row)
+                    changed |= self._launch(row)
                 else:
                     outcome = CANCELLED if row.cancel_requested else PENDING
                     changed |= self.store.mark_exited(
@@ -564,6 +654,40 @@ class Controller:
                 (seq, *self._reported[seq]) for seq in self._unsaved if seq in self._reported
             )
             self._unsaved.clear()
+        return changed
+
+    def _check_orphans(self, now: float) -> bool:
+        """Probe the old attempt of every job this service took over and settle those the
+        back end says are dead (module docstring); True if one was settled. A probe that
+        fails leaves the job as it is until the next step."""
+        changed = False
+        for row in list(self._orphans.values()):
+            owner = row.orphan_of or ""
+            info = self.store.service_info(owner)
+            prior = PriorAttempt(
+                self.request_for(row),
+                owner,
+                None if info is None else info[1],
+                row.pid,
+                row.pid_start,
+                row.launch_by,
+            )
+            try:
+                check = self.backend.probe(prior)
+            except Exception:
+                log.exception("the back end could not check job %s's attempt", row.id)
+                continue
+            if check.fate is AttemptFate.EXITED:
+                outcome, reason = _outcome(
+                    row, Observation(row.request_id, ProcState.EXITED, check.exit_code), None
+                )
+            elif check.fate is AttemptFate.GONE:
+                outcome = CANCELLED if row.cancel_requested else PENDING
+                reason = f"its attempt under service {owner} never ran or was killed"
+            else:
+                continue
+            code = check.exit_code
+            changed |= self.store.settle_orphan(row.seq, row.attempt, outcome, now, code, reason)
         return changed
 
     def live_progress(self) -> dict[int, tuple[float | None, float | None]]:
@@ -639,7 +763,9 @@ class Controller:
                 continue
             self.planning.starting(start, row, self.service_id)
             gpu_ids = {self.node_names[n]: list(gs) for n, gs in start.placement}
-            new = self.store.mark_started(job.seq, gpu_ids, now, self.service_id)
+            new = self.store.mark_started(
+                job.seq, gpu_ids, now, self.service_id, now + self.lease_s * LAUNCH_WINDOW
+            )
             if new is None:
                 self._sched = None  # withdrawn meanwhile (cancelled): rebuild the queue
                 continue

@@ -15,19 +15,29 @@ Contracts (both databases; :mod:`dlsched.service.store.dialect` holds what diffe
   version is refused with a clear error rather than guessed at; an older one is upgraded in
   place (version 1 → 2 adds attempt owners: its jobs holding GPUs are given to the store's
   instance id, the id its single service ran under; 2 → 3 adds each job's tenant and queue,
-  null for the jobs already stored).
+  null for the jobs already stored; 3 → 4 adds lease epochs, service homes, orphan checks and
+  launch deadlines, all null or zero for what is already stored).
 - Every change a request makes (a submission, a cancellation) records in its event's detail
   the tenant that asked (``tenant``: a tenant's name, or ``admin``; see
   :mod:`dlsched.service.api.tenants`).
 - Several services may share one database. Each has an id; the attempt a service starts
   records it (``jobs.owner``), and only that service launches, adopts, stops or settles it.
   A service renews its lease (``services.heartbeat``, with its length ``services.lease_s``)
-  while it runs; the jobs of a service whose own lease has lapsed are requeued by any other
-  service (:meth:`Store.claim_lapsed`, a
-  conditional update on the owner and attempt), then started again like any pending job.
-- SQLite runs ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a crash of
-  the service process (kill -9); the last transactions may be lost on a power failure
-  (documented trade). PostgreSQL's durability is the server's (``synchronous_commit``).
+  while it runs; the jobs of a service whose own lease has lapsed are taken over by any other
+  service (:meth:`Store.claim_lapsed`, a conditional update on the owner and attempt) into
+  ORPHAN_CHECK: they run again only once the new owner's back end says the old attempt is dead
+  (:meth:`Store.settle_orphan`).
+- Fencing: each service process starts a new epoch of its id (:meth:`Store.begin_service`), and
+  a takeover moves the lapsed service to a new epoch. Once :meth:`Store.fence_as` is called,
+  every write the control loop makes (the methods documented as *fenced*) runs ``UPDATE
+  services ... WHERE id=mine AND epoch=mine`` in its own transaction first and raises
+  :class:`Fenced` (nothing committed) when that matches no row: a service whose lease was taken
+  over, or whose id another process started under since, commits nothing more.
+- Durability: a committed transaction survives a crash of the service process, of the
+  database server and of the machine (power loss): SQLite runs ``synchronous=FULL`` in WAL
+  mode (the WAL is synced at every commit), PostgreSQL sessions set ``synchronous_commit=on``
+  (the server must run with ``fsync=on``, its default). So a job the API acknowledged (201)
+  is on disk before the answer is sent.
 
 A store may be used from several threads: one connection behind a lock.
 """
@@ -51,6 +61,7 @@ from dlsched.service.store.records import (
     FAILED,
     FINAL,
     HOLDING,
+    ORPHAN_CHECK,
     PENDING,
     PREEMPTING,
     RUNNING,
@@ -62,9 +73,15 @@ from dlsched.service.store.records import (
 )
 from dlsched.service.store.url import StoreTarget, parse_store_url
 
-__all__ = ["SCHEMA_VERSION", "Store", "StoreError", "StoreFullError"]
+__all__ = ["SCHEMA_VERSION", "Fenced", "Store", "StoreError", "StoreFullError"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+
+class Fenced(StoreError):
+    """This service's epoch is no longer current (its lease was taken over, or another process
+    started under its id): the write was not committed, and no later one will be."""
+
 
 _ELASTIC_ATTEMPTS = """CREATE TABLE IF NOT EXISTS elastic_attempts (
     seq BIGINT NOT NULL,
@@ -104,7 +121,9 @@ _TABLES = (
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     owner TEXT,
     tenant TEXT,
-    queue TEXT
+    queue TEXT,
+    orphan_of TEXT,
+    launch_by {real}
 )""",
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state)",
     """CREATE TABLE IF NOT EXISTS events (
@@ -115,8 +134,8 @@ _TABLES = (
     detail TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS events_job ON events (job)",
-    "CREATE TABLE IF NOT EXISTS services "
-    "(id TEXT PRIMARY KEY, heartbeat {real} NOT NULL, lease_s {real} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS services (id TEXT PRIMARY KEY, heartbeat {real} NOT NULL, "
+    "lease_s {real} NOT NULL, epoch INTEGER NOT NULL DEFAULT 0, home TEXT)",
     # The elastic policies' side tables (dlsched.service.control.elastic_book).
     """CREATE TABLE IF NOT EXISTS elastic_jobs (
     seq BIGINT PRIMARY KEY,
@@ -131,12 +150,13 @@ _COLUMNS = (
     'seq, name, "user", gpus, command, batch_size, expected_duration_s, state, submit_time, '
     "start_time, run_start, end_time, restarts, attempt, gpu_ids, pid, pid_start, "
     "attained_gpu_s, progress, samples_per_s, exit_code, reason, cancel_requested, owner, "
-    "tenant, queue"
+    "tenant, queue, orphan_of, launch_by"
 )
 
 _REQUEUE = (
     "UPDATE jobs SET state=?, restarts=restarts+1, attained_gpu_s=attained_gpu_s+?, "
-    "gpu_ids=NULL, pid=NULL, pid_start=NULL, run_start=NULL, owner=NULL, exit_code=? "
+    "gpu_ids=NULL, pid=NULL, pid_start=NULL, run_start=NULL, owner=NULL, orphan_of=NULL, "
+    "launch_by=NULL, exit_code=? "
 )
 """An attempt holding GPUs back to PENDING (args: PENDING, its GPU-seconds, exit code): one
 more restart, its run's GPU time added, the run cleared. The caller appends the WHERE."""
@@ -177,18 +197,21 @@ def _row(r: tuple[Any, ...]) -> JobRow:
         owner=r[23],
         tenant=r[24],
         queue=r[25],
+        orphan_of=r[26],
+        launch_by=r[27],
     )
 
 
 class Store:
     """The job store ``db`` names: a SQLite file path, ``sqlite:///PATH`` or
-    ``postgresql://USER:PASSWORD@HOST:PORT/DBNAME`` (see :mod:`dlsched.service.store.url`;
+    ``postgresql://USER[:PASSWORD]@HOST:PORT/DBNAME`` (see :mod:`dlsched.service.store.url`;
     a bad value raises :class:`~dlsched.service.store.url.StoreUrlError`, a ``ValueError``).
     The tables are created if missing. See the module docstring for the guarantees."""
 
     def __init__(self, db: str | Path | StoreTarget) -> None:
         self.target = db if not isinstance(db, str | Path) else parse_store_url(db)
         self._lock = threading.RLock()
+        self._fence: tuple[str, int] | None = None
         self._db: Dialect = open_dialect(self.target)
         try:
             with self._tx() as tx:
@@ -224,6 +247,7 @@ class Store:
                 if int(found[0]) == 1:
                     self._upgrade_from_1(db)
                 self._upgrade_from_2(db)
+                self._upgrade_from_3(db)
                 db.execute(
                     "UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),)
                 )
@@ -256,18 +280,47 @@ class Store:
             if column not in have:
                 db.execute(f"ALTER TABLE jobs ADD COLUMN {column} TEXT")
 
+    @staticmethod
+    def _upgrade_from_3(db: Dialect) -> None:
+        """Version 3 had no epochs, homes, orphan checks or launch deadlines."""
+        for table, column, ddl in (
+            ("jobs", "orphan_of", "TEXT"),
+            ("jobs", "launch_by", db.real_type),
+            ("services", "epoch", "INTEGER NOT NULL DEFAULT 0"),
+            ("services", "home", "TEXT"),
+        ):
+            if column not in db.columns(table):
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
+
     @property
     def label(self) -> str:
         """The store as shown to people (a PostgreSQL password masked)."""
         return self._db.label
 
+    def fence_as(self, service: str, epoch: int) -> None:
+        """From now on every fenced write checks that ``service`` is still at ``epoch`` (see
+        the module docstring)."""
+        with self._lock:
+            self._fence = (service, epoch)
+
     @contextmanager
-    def _tx(self) -> Iterator[Dialect]:
+    def _tx(self, fenced: bool = False) -> Iterator[Dialect]:
         """One write transaction, serialized with every other writer of the database,
-        committed at the end and rolled back on error."""
+        committed at the end and rolled back on error. ``fenced``: it first checks this
+        store's fence (:meth:`fence_as`) and raises :class:`Fenced` if it no longer holds."""
         with self._lock, self._storage_errors():
             self._db.begin_write()
             try:
+                if fenced and self._fence is not None:
+                    service, epoch = self._fence
+                    cur = self._db.execute(
+                        "UPDATE services SET epoch=epoch WHERE id=? AND epoch=?", (service, epoch)
+                    )
+                    if cur.rowcount != 1:
+                        raise Fenced(
+                            f"{self.label}: service {service} lost its epoch {epoch} (its lease "
+                            "was taken over, or another process started under its id)"
+                        )
                 yield self._db
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -442,18 +495,24 @@ class Store:
         return row
 
     def mark_started(
-        self, seq: int, gpu_ids: GpuIds, now: float, owner: str | None = None
+        self,
+        seq: int,
+        gpu_ids: GpuIds,
+        now: float,
+        owner: str | None = None,
+        launch_by: float | None = None,
     ) -> JobRow | None:
         """PENDING → RUNNING on ``gpu_ids`` with a new attempt owned by service ``owner``
-        (default: the store's instance id); None if not pending, e.g. another service
-        started it first."""
+        (default: the store's instance id) that may be launched until ``launch_by`` (None:
+        any time); None if not pending, e.g. another service started it first. Fenced."""
         owner = self.instance if owner is None else owner
-        with self._tx() as db:
+        with self._tx(fenced=True) as db:
             won = db.execute(
                 "UPDATE jobs SET state=?, attempt=attempt+1, run_start=?, "
                 "start_time=COALESCE(start_time, ?), gpu_ids=?, pid=NULL, pid_start=NULL, "
-                "exit_code=NULL, owner=? WHERE seq=? AND state=? RETURNING attempt",
-                (RUNNING, now, now, json.dumps(gpu_ids), owner, seq, PENDING),
+                "exit_code=NULL, owner=?, orphan_of=NULL, launch_by=? "
+                "WHERE seq=? AND state=? RETURNING attempt",
+                (RUNNING, now, now, json.dumps(gpu_ids), owner, launch_by, seq, PENDING),
             ).fetchone()
             if won is None:
                 return None
@@ -464,8 +523,8 @@ class Store:
         return self.get(seq)
 
     def mark_launched(self, seq: int, attempt: int, pid: int, pid_start: float | None) -> None:
-        """Record the process of the current attempt (for adoption after a restart)."""
-        with self._tx() as db:
+        """Record the process of the current attempt (for adoption after a restart). Fenced."""
+        with self._tx(fenced=True) as db:
             cur = db.execute(
                 "UPDATE jobs SET pid=?, pid_start=? WHERE seq=? AND attempt=? AND pid IS NULL",
                 (pid, pid_start, seq, attempt),
@@ -474,8 +533,9 @@ class Store:
                 self._event(db, seq, pid_start or 0.0, "launched", {"pid": pid, "attempt": attempt})
 
     def mark_preempting(self, seq: int, attempt: int, now: float) -> bool:
-        """RUNNING → PREEMPTING (the back end is asked to checkpoint and stop the job)."""
-        with self._tx() as db:
+        """RUNNING → PREEMPTING (the back end is asked to checkpoint and stop the job).
+        Fenced."""
+        with self._tx(fenced=True) as db:
             cur = db.execute(
                 "UPDATE jobs SET state=? WHERE seq=? AND attempt=? AND state=?",
                 (PREEMPTING, seq, attempt, RUNNING),
@@ -502,6 +562,13 @@ class Store:
                 )
                 if cur.rowcount == 1:
                     self._event(db, seq, now, "cancelled", {"tenant": by})
+            elif state == ORPHAN_CHECK:
+                cur = db.execute(
+                    "UPDATE jobs SET cancel_requested=1 WHERE seq=? AND state=?",
+                    (seq, ORPHAN_CHECK),
+                )
+                if cur.rowcount == 1:
+                    self._event(db, seq, now, "cancel_requested", {"tenant": by})
             elif state in HOLDING:
                 cur = db.execute(
                     "UPDATE jobs SET state=?, cancel_requested=1 WHERE seq=? AND state=?",
@@ -513,8 +580,8 @@ class Store:
 
     def fail_pending(self, seq: int, now: float, reason: str) -> bool:
         """PENDING → FAILED with ``reason`` (a job the service cannot schedule at all);
-        False if the job is not pending."""
-        with self._tx() as db:
+        False if the job is not pending. Fenced."""
+        with self._tx(fenced=True) as db:
             cur = db.execute(
                 "UPDATE jobs SET state=?, end_time=?, reason=? WHERE seq=? AND state=?",
                 (FAILED, now, reason, seq, PENDING),
@@ -536,11 +603,11 @@ class Store:
         """The current attempt's process is gone. ``outcome`` is the new state: a final one
         (COMPLETED/FAILED/CANCELLED) ends the job; PENDING requeues it (preempted: one more
         restart, its GPU time added to its attained service). Applies only to a job still
-        holding GPUs in that attempt, so it is idempotent."""
+        holding GPUs in that attempt, so it is idempotent. Fenced."""
         if outcome not in (*FINAL, PENDING):
             raise ValueError(f"outcome {outcome!r}: expected a final state or PENDING")
         marks = ",".join("?" * len(HOLDING))
-        with self._tx() as db:
+        with self._tx(fenced=True) as db:
             found = db.execute(
                 f"SELECT gpus, gpu_ids, run_start FROM jobs WHERE seq=? AND attempt=? AND "
                 f"state IN ({marks})",
@@ -584,11 +651,11 @@ class Store:
         return True
 
     def update_progress(self, updates: Iterable[tuple[int, float | None, float | None]]) -> None:
-        """Set (progress, samples/s) of running jobs, all in one transaction."""
+        """Set (progress, samples/s) of running jobs, all in one transaction. Fenced."""
         items = [(p, s, seq) for seq, p, s in updates]
         if not items:
             return
-        with self._tx() as db:
+        with self._tx(fenced=True) as db:
             db.executemany("UPDATE jobs SET progress=?, samples_per_s=? WHERE seq=?", items)
 
     # ---- services and leases -------------------------------------------------------------
@@ -604,10 +671,27 @@ class Store:
             )
             return cur.rowcount == 1
 
+    def begin_service(self, service: str, now: float, lease_s: float, home: str | None) -> int:
+        """Start a new epoch of service ``service`` (recorded if it was not) with a lease of
+        ``lease_s`` seconds from ``now`` and its back end's ``home`` (where the attempts it
+        starts leave their files; None: nowhere another service can read): every other process
+        running under this id is fenced from now on. Returns the new epoch (then pass it to
+        :meth:`fence_as`)."""
+        with self._tx() as db:
+            row = db.execute(
+                "INSERT INTO services (id, heartbeat, lease_s, epoch, home) VALUES (?, ?, ?, 1, ?) "
+                "ON CONFLICT (id) DO UPDATE SET heartbeat=excluded.heartbeat, "
+                "lease_s=excluded.lease_s, epoch=services.epoch+1, home=excluded.home "
+                "RETURNING epoch",
+                (service, now, lease_s, home),
+            ).fetchone()
+            return int(row[0])
+
     def renew_lease(self, service: str, now: float, lease_s: float) -> None:
         """Service ``service`` is alive at ``now``: its jobs stay its own until ``now +
-        lease_s`` (recorded if it was not)."""
-        with self._tx() as db:
+        lease_s`` (recorded if it was not). Fenced: a service whose epoch was taken over
+        renews nothing."""
+        with self._tx(fenced=True) as db:
             db.execute(
                 "INSERT INTO services (id, heartbeat, lease_s) VALUES (?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET heartbeat=excluded.heartbeat, "
@@ -623,54 +707,121 @@ class Store:
             ).fetchone()
         return None if row is None else float(row[0])
 
+    def service_info(self, service: str) -> tuple[int, str | None] | None:
+        """(epoch, home) of service ``service`` (see :meth:`begin_service`), or None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT epoch, home FROM services WHERE id=?", (service,)
+            ).fetchone()
+        return None if row is None else (int(row[0]), row[1])
+
     def claim_lapsed(self, service: str, now: float) -> list[int]:
-        """Requeue every job held by another service whose lease (its own length) ran out
-        before ``now`` (or which never had one): PENDING with one more restart and the
-        GPU time of its run added, or CANCELLED if it was being cancelled. Each is a
-        conditional update on the job's owner and attempt, so a job is taken over once
-        whoever else tries. Returns the jobs taken over."""
+        """Take over every job held by another service whose lease (its own length) ran out
+        before ``now`` (or which never had one): ORPHAN_CHECK, owned by ``service``, with the
+        lapsed service in ``orphan_of`` and the attempt (its GPUs, process, launch deadline)
+        kept, until :meth:`settle_orphan` says what became of it. Each is a conditional update
+        on the job's owner and attempt, so a job is taken over once whoever else tries; in the
+        same transaction every lapsed service whose jobs were taken moves to a new epoch, so
+        it commits nothing more (:class:`Fenced`). Returns the jobs taken over. Fenced."""
         marks = ",".join("?" * len(HOLDING))
         still = f"WHERE seq=? AND attempt=? AND owner=? AND state IN ({marks})"
         taken: list[int] = []
-        with self._tx() as db:
+        with self._tx(fenced=True) as db:
             lapsed = db.execute(
-                "SELECT seq, attempt, owner, gpus, gpu_ids, run_start, cancel_requested FROM jobs "
+                "SELECT seq, attempt, owner FROM jobs "
                 f"WHERE state IN ({marks}) AND owner IS NOT NULL AND owner<>? AND NOT EXISTS "
                 "(SELECT 1 FROM services WHERE services.id=jobs.owner AND heartbeat+lease_s>=?) "
                 "ORDER BY seq",
                 (*HOLDING, service, now),
             ).fetchall()
-            for seq, attempt, owner, gpus, gpu_ids, run_start, cancelling in lapsed:
-                held = _run_gpu_s(gpus, gpu_ids, run_start, now)
-                reason = f"service {owner} stopped renewing its lease"
-                if cancelling:
-                    cur = db.execute(
-                        "UPDATE jobs SET state=?, end_time=?, attained_gpu_s=attained_gpu_s+?, "
-                        f"reason=? {still}",
-                        (CANCELLED, now, held, reason, seq, attempt, owner, *HOLDING),
-                    )
-                    kind = "cancelled"
-                else:
-                    cur = db.execute(
-                        _REQUEUE + still, (PENDING, held, None, seq, attempt, owner, *HOLDING)
-                    )
-                    kind = "requeued"
+            fenced: set[str] = set()
+            for seq, attempt, owner in lapsed:
+                cur = db.execute(
+                    f"UPDATE jobs SET state=?, owner=?, orphan_of=? {still}",
+                    (ORPHAN_CHECK, service, owner, seq, attempt, owner, *HOLDING),
+                )
                 if cur.rowcount == 1:
                     taken.append(seq)
+                    fenced.add(owner)
                     self._event(
                         db,
                         seq,
                         now,
-                        kind,
-                        {"attempt": attempt, "reason": reason, "taken_over_by": service},
+                        "orphan_check",
+                        {
+                            "attempt": attempt,
+                            "reason": f"service {owner} stopped renewing its lease",
+                            "taken_over_by": service,
+                        },
                     )
+            for owner in sorted(fenced):
+                db.execute("UPDATE services SET epoch=epoch+1 WHERE id=?", (owner,))
         return taken
+
+    def settle_orphan(
+        self,
+        seq: int,
+        attempt: int,
+        outcome: str,
+        now: float,
+        exit_code: int | None,
+        reason: str | None = None,
+    ) -> bool:
+        """The back end confirmed that attempt ``attempt`` of job ``seq``, in ORPHAN_CHECK, is
+        dead: ``outcome`` is a final state (the attempt's own exit, read back) or PENDING (it
+        ran no more: one more restart, its run's GPU time added). Applies only to a job in
+        ORPHAN_CHECK owned by this store's fenced service (any owner without a fence) in that
+        attempt, so it is idempotent. Fenced."""
+        if outcome not in (*FINAL, PENDING):
+            raise ValueError(f"outcome {outcome!r}: expected a final state or PENDING")
+        still = "WHERE seq=? AND attempt=? AND state=?"
+        with self._tx(fenced=True) as db:
+            found = db.execute(
+                f"SELECT gpus, gpu_ids, run_start, owner FROM jobs {still}",
+                (seq, attempt, ORPHAN_CHECK),
+            ).fetchone()
+            if found is None:
+                return False
+            gpus, gpu_ids, run_start, owner = found
+            if self._fence is not None and owner != self._fence[0]:
+                return False
+            held = _run_gpu_s(gpus, gpu_ids, run_start, now)
+            if outcome == PENDING:
+                cur = db.execute(
+                    _REQUEUE + still, (PENDING, held, exit_code, seq, attempt, ORPHAN_CHECK)
+                )
+            else:
+                cur = db.execute(
+                    "UPDATE jobs SET state=?, end_time=?, attained_gpu_s=attained_gpu_s+?, "
+                    f"exit_code=?, reason=?, progress=COALESCE(?, progress) {still}",
+                    (
+                        outcome,
+                        now,
+                        held,
+                        exit_code,
+                        reason,
+                        1.0 if outcome == COMPLETED else None,
+                        seq,
+                        attempt,
+                        ORPHAN_CHECK,
+                    ),
+                )
+            if cur.rowcount != 1:
+                return False
+            self._event(
+                db,
+                seq,
+                now,
+                "requeued" if outcome == PENDING else outcome.lower(),
+                {"attempt": attempt, "exit_code": exit_code, "reason": reason, "orphan": True},
+            )
+        return True
 
     # ---- side tables -----------------------------------------------------------------------
     def write(self, sql: str, args: tuple[Any, ...] = ()) -> int:
         """Run one write statement of a side table (``?`` placeholders, SQL both databases
-        accept) as its own transaction; the number of rows it changed."""
-        with self._tx() as db:
+        accept) as its own transaction; the number of rows it changed. Fenced."""
+        with self._tx(fenced=True) as db:
             return db.execute(sql, args).rowcount
 
     def read_one(self, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:

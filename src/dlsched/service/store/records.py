@@ -12,8 +12,12 @@ PREEMPTING = "PREEMPTING"
 COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 CANCELLED = "CANCELLED"
-STATES = (PENDING, RUNNING, PREEMPTING, COMPLETED, FAILED, CANCELLED)
-ACTIVE = (PENDING, RUNNING, PREEMPTING)
+ORPHAN_CHECK = "ORPHAN_CHECK"
+"""Taken over from a service whose lease lapsed, while its attempt may still run: the new owner
+(``owner``) asks its back end whether the attempt of ``orphan_of`` is dead before the job may run
+again; its GPUs stay held on the previous owner's cluster until then."""
+STATES = (PENDING, RUNNING, PREEMPTING, ORPHAN_CHECK, COMPLETED, FAILED, CANCELLED)
+ACTIVE = (PENDING, RUNNING, PREEMPTING, ORPHAN_CHECK)
 HOLDING = (RUNNING, PREEMPTING)
 """States in which a job holds GPUs (a preempting job holds them until its process exits)."""
 FINAL = (COMPLETED, FAILED, CANCELLED)
@@ -104,6 +108,10 @@ class JobRow:
     """The tenant that submitted the job (None: the admin, or a service without tenants)."""
     queue: str | None = None
     """The LocalQueue the job was submitted to (None: none)."""
+    orphan_of: str | None = None
+    """In ORPHAN_CHECK: the service whose attempt is being checked (else None)."""
+    launch_by: float | None = None
+    """The latest time at which the current attempt may still be launched (None: no limit)."""
 
     @property
     def id(self) -> str:

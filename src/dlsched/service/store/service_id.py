@@ -6,10 +6,19 @@ names, Ray namespaces, process marks), so it must stay the same across restarts 
 service to adopt its jobs: it is given (``--service-id``) or kept in a file in the service's work
 directory. A new service takes the store's instance id if no service ever used it (so a single
 service keeps the id it always had), else a fresh random one.
+
+One process at a time runs under a work directory: :func:`lock_work_dir` holds an exclusive lock
+on ``<work_dir>/service.lock`` for the life of the service (the kernel drops it when the process
+dies, kill -9 included), so a second service started in the same directory is refused instead
+of taking the same id. Two processes under one id in different directories (``--service-id``
+given twice) are told apart by the store: each start begins a new epoch of the id, which fences
+the earlier process (:meth:`~dlsched.service.store.database.Store.begin_service`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import secrets
 from pathlib import Path
@@ -18,6 +27,46 @@ from dlsched.backends.jobfiles import private_dir, write_private
 from dlsched.service.store.database import Store
 
 SERVICE_ID_FILE = "service-id"
+LOCK_FILE = "service.lock"
+
+
+class WorkDirBusy(ValueError):
+    """Another running service holds the work directory (one line naming it)."""
+
+
+class WorkDirLock:
+    """The exclusive lock of one work directory, held until :meth:`release` (or the process's
+    end)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def lock_work_dir(work_dir: Path) -> WorkDirLock:
+    """Lock ``work_dir`` (made with mode 0700 if missing) for this process; WorkDirBusy naming
+    the directory and the holder's pid if another process holds it."""
+    private_dir(work_dir)
+    path = work_dir / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise WorkDirBusy(
+            f"--work-dir {work_dir}: another service (pid {holder}) runs in this directory; "
+            "give each service its own --work-dir (or --db)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return WorkDirLock(fd)
+
+
 _VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 

@@ -13,7 +13,7 @@ naming the value and the forms above, rather than being taken for a file name.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -40,12 +40,16 @@ class SqliteTarget:
 
 @dataclass(frozen=True)
 class PostgresTarget:
-    """A PostgreSQL database: ``url`` is the libpq connection URI (with its password);
-    ``display`` is the same URI with the password masked, for logs and messages."""
+    """A PostgreSQL database: ``url`` is the libpq connection URI (with its password, if it
+    holds one); ``display`` is the same URI with the password masked, for logs and messages;
+    ``password`` one given apart from the URL (a file, the environment; None: the URL's or
+    libpq's own). ``has_url_password``: the URL itself holds a password."""
 
     url: str
     dbname: str
     display: str
+    password: str | None = field(default=None, repr=False)
+    has_url_password: bool = False
 
 
 StoreTarget = SqliteTarget | PostgresTarget
@@ -80,7 +84,12 @@ def _postgres(value: str) -> PostgresTarget:
     dbname = parts.path.lstrip("/")
     if not dbname or "/" in dbname:
         raise _bad(value, "the database name is missing (the path after host:port)")
-    return PostgresTarget(url=value, dbname=dbname, display=_masked(parts))
+    return PostgresTarget(
+        url=value,
+        dbname=dbname,
+        display=_masked(parts),
+        has_url_password=parts.password is not None,
+    )
 
 
 def _sqlite(value: str) -> SqliteTarget:
