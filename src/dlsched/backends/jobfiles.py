@@ -8,7 +8,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dlsched.backends.base import Backend, PriorAttempt
+from dlsched.backends.base import (
+    AttemptCheck,
+    AttemptFate,
+    Backend,
+    PriorAttempt,
+    deadline_passed,
+)
 from dlsched.safe_load import load_json, read_text
 
 LOG_NAME = "log.txt"
@@ -94,6 +100,16 @@ class FileBackedBackend(Backend):
         if attempt.owner_home is None:
             return False, None
         return _read_exit_file(Path(attempt.owner_home) / "exits" / attempt.request.request_id)
+
+    def _fate_of_stopped(self, attempt: PriorAttempt, now: float) -> AttemptCheck:
+        """What became of ``attempt`` once its back end runs nothing of it: EXITED with its
+        exit file's code, GONE once its launch deadline has passed, else UNKNOWN."""
+        found, code = self._read_prior_exit(attempt)
+        if found:
+            return AttemptCheck(AttemptFate.EXITED, code)
+        if deadline_passed(attempt, now):
+            return AttemptCheck(AttemptFate.GONE)
+        return AttemptCheck(AttemptFate.UNKNOWN)
 
     def _status(self, job_id: str) -> dict[str, Any] | None:
         """The job's last status report, or None when absent or not a JSON object."""

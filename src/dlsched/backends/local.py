@@ -53,7 +53,6 @@ from dlsched.backends.base import (
     Observation,
     PriorAttempt,
     ProcState,
-    deadline_passed,
 )
 from dlsched.backends.confinement import (
     NAMESPACE_FLAGS,
@@ -478,12 +477,7 @@ class LocalBackend(FileBackedBackend):
         marked = marked_processes(INSTANCE_VAR, attempt.owner, REQUEST_VAR)
         if attempt.request.request_id in marked:
             return AttemptCheck(AttemptFate.ALIVE)
-        found, code = self._read_prior_exit(attempt)
-        if found:
-            return AttemptCheck(AttemptFate.EXITED, code)
-        if deadline_passed(attempt, self.clock()):
-            return AttemptCheck(AttemptFate.GONE)
-        return AttemptCheck(AttemptFate.UNKNOWN)
+        return self._fate_of_stopped(attempt, self.clock())
 
     def close(self) -> None:
         """Reap exited children and release the sandbox pool's lock; running jobs are left

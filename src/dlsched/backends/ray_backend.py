@@ -58,7 +58,6 @@ from dlsched.backends.base import (
     Observation,
     PriorAttempt,
     ProcState,
-    deadline_passed,
 )
 from dlsched.backends.jobfiles import (
     CHECKPOINT_NAME,
@@ -524,12 +523,7 @@ class RayBackend(FileBackedBackend):
             pass  # no live actor of that name
         except Exception:  # Ray is unreachable: not known now
             return AttemptCheck(AttemptFate.UNKNOWN)
-        found, code = self._read_prior_exit(attempt)
-        if found:
-            return AttemptCheck(AttemptFate.EXITED, code)
-        if deadline_passed(attempt, self.clock()):
-            return AttemptCheck(AttemptFate.GONE)
-        return AttemptCheck(AttemptFate.UNKNOWN)
+        return self._fate_of_stopped(attempt, self.clock())
 
     def close(self) -> None:
         """Disconnect from Ray. Jobs keep running (their actors are detached) for a restarted

@@ -71,7 +71,6 @@ from dlsched.backends.base import (
     Observation,
     PriorAttempt,
     ProcState,
-    deadline_passed,
 )
 from dlsched.backends.job_env import DEFAULT_PATH, allowed
 from dlsched.backends.jobfiles import (
@@ -617,12 +616,7 @@ class SlurmBackend(FileBackedBackend):
         name = f"{NAME_PREFIX}-{attempt.owner}-{attempt.request.request_id}"
         if any(j.name == name and j.state in STARTING_STATES | RUNNING_STATES for j in jobs):
             return AttemptCheck(AttemptFate.ALIVE)
-        found, code = self._read_prior_exit(attempt)
-        if found:
-            return AttemptCheck(AttemptFate.EXITED, code)
-        if deadline_passed(attempt, self.clock()):
-            return AttemptCheck(AttemptFate.GONE)
-        return AttemptCheck(AttemptFate.UNKNOWN)
+        return self._fate_of_stopped(attempt, self.clock())
 
     def cancel_all(self) -> None:
         """Cancel every live job of this back end (Slurm's SIGTERM, then SIGKILL after its
