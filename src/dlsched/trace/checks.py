@@ -2,7 +2,7 @@
 
 Format readers reject what only they can judge (unparsable fields, format-specific consistency);
 the rules here hold for any trace: finite non-negative times and sizes (times and durations
-at most :data:`MAX_SECONDS`), start/end order, GPU
+at most :data:`MAX_SECONDS`), start/end order, deadlines after submission, GPU
 counts and shares, the state and work-unit vocabularies, and unique job ids. Each rejected row
 gets one RowError, for the first rule it breaks in the order below.
 """
@@ -24,12 +24,13 @@ Mask = npt.NDArray[np.bool_]
 MAX_SECONDS = 1e10
 """The largest time or duration a trace may give (about 317 years): beyond it a value is a
 mistake, and the simulator's clock and per-time structures would be asked for the absurd."""
-_TIME_COLUMNS = ("submit_time", "duration", "start_time", "end_time")
+_TIME_COLUMNS = ("submit_time", "duration", "start_time", "end_time", "deadline")
 _FLOAT_COLUMNS = (
     "submit_time",
     "duration",
     "start_time",
     "end_time",
+    "deadline",
     "num_cpus",
     "memory_mib",
     "work",
@@ -93,6 +94,13 @@ def check_rows(
         end < submit,
         "end_time",
         lambda i: f"end {show_number(end[i])} s is before submit {show_number(submit[i])} s",
+    )
+    deadline = values["deadline"]
+    reject(
+        deadline <= submit,
+        "deadline",
+        lambda i: f"deadline {show_number(deadline[i])} s is not after submit "
+        f"{show_number(submit[i])} s (deadlines are absolute times on the submit clock)",
     )
     duration = values["duration"]
     reject(duration < 0, "duration", lambda i: f"negative duration: {show_number(duration[i])}")

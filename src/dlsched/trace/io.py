@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from dlsched.outdir import FileKind, write_file_atomic
 from dlsched.trace.checks import bad_rows_error, check_rows
 from dlsched.trace.errors import RowError, TraceError
-from dlsched.trace.schema import OPTIONAL_SINCE_V2, SCHEMA, Trace, sort_by_submit
+from dlsched.trace.schema import ADDED_FIELDS, SCHEMA, Trace, sort_by_submit
 
 SOURCE_KEY = b"dlsched.source"
 ORIGIN_KEY = b"dlsched.origin_unix"
@@ -94,7 +94,7 @@ def read_parquet_checked(
         origin = math.nan
     if origin is not None and not math.isfinite(origin):
         raise TraceError(f"{name}: metadata {ORIGIN_KEY.decode()} is not a finite number")
-    for column in OPTIONAL_SINCE_V2:
+    for column in ADDED_FIELDS:
         if column not in table.schema.names:
             kind = SCHEMA.field(column).type
             table = table.append_column(pa.field(column, kind), pa.nulls(table.num_rows, kind))
@@ -113,7 +113,7 @@ def _check_schema(path: str, schema: pa.Schema) -> None:
     problems: list[str] = []
     for field in SCHEMA:
         indices = schema.get_all_field_indices(field.name)
-        if not indices and field.name in OPTIONAL_SINCE_V2:
+        if not indices and field.name in ADDED_FIELDS:
             continue
         if not indices:
             problems.append(f"field {field.name!r}: missing")

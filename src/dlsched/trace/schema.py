@@ -46,12 +46,16 @@ SCHEMA = pa.schema(
         pa.field("num_servers", pa.int32()),
         pa.field("max_gpus", pa.int32()),
         pa.field("max_servers", pa.int32()),
+        pa.field("deadline", pa.float64()),
     ],
-    metadata={"dlsched.schema": "2"},
+    metadata={"dlsched.schema": "3"},
 )
 OPTIONAL_SINCE_V2 = ("kind", "num_servers", "max_gpus", "max_servers")
-"""Fields added in schema 2 (job kinds); a stored schema-1 trace lacks them and reads as
-nulls."""
+"""Fields added in schema 2 (job kinds)."""
+OPTIONAL_SINCE_V3 = ("deadline",)
+"""Fields added in schema 3 (deadlines)."""
+ADDED_FIELDS = OPTIONAL_SINCE_V2 + OPTIONAL_SINCE_V3
+"""Fields a trace stored by an older schema may lack; they read as nulls."""
 COLUMN_NAMES: tuple[str, ...] = tuple(SCHEMA.names)
 
 
@@ -70,6 +74,9 @@ class JobSpec:
     parameter-server job training ``work`` samples of the zoo network ``application`` at
     per-worker ``batch_size``, asking for ``num_gpus`` workers and ``num_servers`` PS (up to
     ``max_gpus`` and ``max_servers``).
+
+    ``deadline`` is when the job should have finished, in seconds on the ``submit_time`` clock
+    (not relative to its submission); None means best effort (no deadline).
     """
 
     job_id: str
@@ -95,6 +102,7 @@ class JobSpec:
     num_servers: int | None = None
     max_gpus: int | None = None
     max_servers: int | None = None
+    deadline: float | None = None
 
 
 assert tuple(f.name for f in fields(JobSpec)) == COLUMN_NAMES

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from dlsched.trace.schema import Trace, sort_by_submit
 from dlsched.trace.walltime import parse_date_or_time
 
-_ABSOLUTE_TIMES = ("submit_time", "start_time", "end_time")
+_ABSOLUTE_TIMES = ("submit_time", "start_time", "end_time", "deadline")
 
 
 def time_window(trace: Trace, start: float, end: float) -> Trace:
@@ -93,7 +93,8 @@ def scale_time(trace: Trace, submit_factor: float = 1.0, duration_factor: float 
 
     ``submit_factor < 1`` packs the arrivals closer (a heavier load); ``duration_factor`` scales
     ``duration`` and any ``work`` counted in seconds (work in iterations, samples or epochs is a
-    job's size, not a time, and is kept). Factors must be finite and positive. When any factor is
+    job's size, not a time, and is kept). A deadline keeps its slack in proportion to the run
+    time: ``submit' + (deadline - submit) × duration_factor``. Factors must be finite and positive. When any factor is
     not 1, the original cluster's ``start_time``/``end_time`` no longer describe the trace and
     become null; when ``submit_factor`` is not 1 the wall-clock origin no longer maps submit times
     to dates and becomes None.
@@ -107,8 +108,11 @@ def scale_time(trace: Trace, submit_factor: float = 1.0, duration_factor: float 
     n = table.num_rows
     work = table.column("work")
     in_seconds = pc.fill_null(pc.equal(table.column("work_unit"), "seconds"), False)
+    submit = table.column("submit_time")
+    slack = pc.multiply(pc.subtract(table.column("deadline"), submit), duration_factor)
     columns = {
-        "submit_time": pc.multiply(table.column("submit_time"), submit_factor),
+        "submit_time": pc.multiply(submit, submit_factor),
+        "deadline": pc.add(pc.multiply(submit, submit_factor), slack),
         "duration": pc.multiply(table.column("duration"), duration_factor),
         "work": pc.if_else(in_seconds, pc.multiply(work, duration_factor), work),
         "start_time": pa.nulls(n, pa.float64()),
