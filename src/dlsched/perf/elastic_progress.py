@@ -12,6 +12,12 @@ Throughput samples: what a running job would report once per measurement period
 (``measure_s``, the 60-s round of the Pollux artifact): at each multiple of it, the examples per
 second of the configuration in effect just before, if the job was progressing then. The last
 :data:`THROUGHPUT_HISTORY` per GPU count are kept for the policies (ONES interpolates them).
+
+A job of the ElasticFlow throughput tables (:mod:`dlsched.perf.throughput_tables`: an
+``application`` ``elasticflow/<model>``, work in iterations) has no statistical efficiency and no
+validation curve: its progress is iterations, accrued at the table's iterations per second at its
+GPU count (the slowest GPU class it spans), its one "epoch" is the whole job
+(:class:`IterationWork`) and it records no validation metric.
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ from dlsched.perf.efficiency import EfficiencyModel
 from dlsched.perf.model import ELASTIC, ProgressModel
 from dlsched.perf.perfbook import PerfBook, check_application
 from dlsched.perf.profiles import ValidationCurve, load_profile
+from dlsched.perf.throughput_tables import (
+    ThroughputCurve,
+    is_table_application,
+    table_class,
+    throughput_curve,
+)
 from dlsched.scheduler.plan import JobConfig
 
 if TYPE_CHECKING:
@@ -46,6 +58,30 @@ class BatchSetting(JobConfig):
     adaptive: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class IterationWork:
+    """The work of a table job: ``iterations`` in one epoch, one unit of progress each (the
+    :class:`EfficiencyModel` members the simulator and policies read)."""
+
+    iterations: float
+
+    @property
+    def required(self) -> tuple[float, ...]:
+        return (self.iterations,)
+
+    @property
+    def num_epochs(self) -> int:
+        return 1
+
+    @property
+    def total_progress(self) -> float:
+        return self.iterations
+
+    def gain(self, epoch: int, global_bsz: float) -> float:
+        """One unit of progress per iteration, whatever the batch."""
+        return 1.0
+
+
 @dataclass(slots=True)
 class ElasticState:
     """An elastic job's own state inside the simulator (the kind's ``ext``)."""
@@ -53,9 +89,10 @@ class ElasticState:
     application: str
     requested_gpus: int
     requested_bsz: int
-    eff: EfficiencyModel
+    eff: EfficiencyModel | IterationWork
     curves: tuple[ValidationCurve, ...]
     epoch_size: float
+    tables: dict[str, ThroughputCurve] | None = None  # a table job's curves by GPU class
     epoch: int = 0
     samples: float = 0.0
     sample_rate: float = 0.0
@@ -81,9 +118,21 @@ class ElasticState:
         return self.gpus * s.local_bsz * (s.accum_steps + 1)
 
 
-def new_state(perf: PerfBook, application: str, gpus: int, batch_size: int) -> ElasticState:
+def new_state(
+    perf: PerfBook,
+    application: str,
+    gpus: int,
+    batch_size: int,
+    iterations: float | None = None,
+    variants: Sequence[str] = (),
+) -> ElasticState:
     """The initial state of a job of ``application`` asking for ``gpus`` GPUs at global batch
-    ``batch_size``; ValueError for an unprofiled application."""
+    ``batch_size``; ValueError for an unprofiled application. A table job (module docstring)
+    needs its ``iterations`` and the profile ``variants`` of the nodes it may run on: each must
+    have a table for it (:class:`~dlsched.perf.throughput_tables.TableError` otherwise), and
+    ``gpus`` must be a runnable count of every one."""
+    if is_table_application(application):
+        return _table_state(application, gpus, batch_size, iterations, variants)
     check_application(application)
     curves = load_profile(application).validation
     first = curves[0]
@@ -95,6 +144,58 @@ def new_state(perf: PerfBook, application: str, gpus: int, batch_size: int) -> E
         curves,
         float(first.iteration[0] * first.global_bsz),
     )
+
+
+def _table_state(
+    application: str,
+    gpus: int,
+    batch_size: int,
+    iterations: float | None,
+    variants: Sequence[str],
+) -> ElasticState:
+    from dlsched.perf.throughput_tables import TableError
+
+    if iterations is None or not (iterations > 0 and math.isfinite(iterations)):
+        raise TableError(
+            f"{application}: work {iterations!r}: expected a positive number of iterations"
+        )
+    tables: dict[str, ThroughputCurve] = {}
+    for variant in dict.fromkeys(variants):
+        gpu_class = table_class(variant)
+        if gpu_class is None:
+            raise TableError(
+                f"{application}: GPUs of profile variant {variant!r} have no ElasticFlow "
+                "throughput table (A100 and T4 do)"
+            )
+        curve = throughput_curve(application, batch_size, gpu_class)
+        if curve.rate(gpus) is None:
+            raise TableError(
+                f"{application} at batch {batch_size}: {gpus} GPUs not runnable on "
+                f"{gpu_class}; runnable: {', '.join(map(str, curve.sizes))}"
+            )
+        tables[gpu_class] = curve
+    return ElasticState(
+        application,
+        gpus,
+        batch_size,
+        IterationWork(float(iterations)),
+        (),
+        float(iterations) * batch_size,
+        tables,
+    )
+
+
+def table_rate(ext: ElasticState, gpus: int) -> float:
+    """Iterations per second of table job ``ext`` at ``gpus`` GPUs on the GPU classes of
+    ``ext.variants`` (the slowest); 0 at a count no table measured."""
+    assert ext.tables is not None
+    rates = []
+    for variant in dict.fromkeys(ext.variants):
+        gpu_class = table_class(variant)
+        curve = ext.tables.get(gpu_class) if gpu_class is not None else None
+        rate = curve.rate(gpus) if curve is not None else None
+        rates.append(0.0 if rate is None else rate)
+    return min(rates, default=0.0)
 
 
 class ElasticModel(ProgressModel):
@@ -116,6 +217,8 @@ class ElasticModel(ProgressModel):
         """The job's requested global batch split over ``gpus`` GPUs (what a policy that does
         not choose batches gives it: :meth:`PerfBook.fixed_batch`)."""
         ext: ElasticState = job.ext
+        if ext.tables is not None:
+            return BatchSetting(max(1, -(-ext.requested_bsz // gpus)))
         config = self.perf.fixed_batch(ext.application, gpus, ext.requested_bsz)
         return BatchSetting(config.local_bsz, config.accum_steps)
 
@@ -145,6 +248,12 @@ class ElasticModel(ProgressModel):
         ext: ElasticState = job.ext
         s = ext.setting
         assert s is not None
+        if ext.tables is not None:
+            job.rate = table_rate(ext, ext.gpus)
+            ext.sample_rate = job.rate * ext.requested_bsz
+            ext.rate_changes.append((now, ext.sample_rate))
+            job.boundary = ext.eff.total_progress
+            return
         m = ext.global_bsz()
         t = self.perf.mixed_iteration_time(
             ext.application, ext.variants, ext.counts, s.local_bsz, s.accum_steps
@@ -162,7 +271,8 @@ class ElasticModel(ProgressModel):
 
     def cross(self, job: SimJob, now: float) -> None:
         ext: ElasticState = job.ext
-        ext.metrics.append(self._metric(ext))
+        if ext.tables is None:
+            ext.metrics.append(self._metric(ext))
         ext.samples_at_epoch.append(ext.samples)
         ext.epoch += 1
         if ext.epoch >= ext.eff.num_epochs:

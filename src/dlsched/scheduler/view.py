@@ -9,7 +9,8 @@ from dlsched.cluster.state import Demand, Placement, Split
 
 class JobView(Protocol):
     """A job as the scheduler sees it. ``duration`` is the oracle run time at the requested
-    allocation (None when unknown); ``estimate`` is a predictor's estimate, when one was made."""
+    allocation (None when unknown); ``estimate`` is a predictor's estimate, when one was made;
+    ``deadline`` the trace's deadline, if any."""
 
     @property
     def job_id(self) -> str: ...
@@ -25,6 +26,11 @@ class JobView(Protocol):
     def duration(self) -> float | None: ...
     @property
     def estimate(self) -> float | None: ...
+    @property
+    def deadline(self) -> float | None:
+        """When the job should have finished (absolute seconds on the submit clock); None for a
+        best-effort job."""
+        ...
     @property
     def pool(self) -> int: ...
     @property

@@ -33,6 +33,7 @@ class SimJob:
         "boundary",
         "ckpt_done",
         "ckpt_time",
+        "deadline",
         "demand",
         "done",
         "duration",
@@ -91,6 +92,7 @@ class SimJob:
         self.work = work
         self.duration = duration
         self.estimate: float | None = None
+        self.deadline: float | None = None
         self.pool = pool
         self.status = PENDING
         self.done = 0.0

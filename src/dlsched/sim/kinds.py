@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID
 from dlsched.perf.profiles import APPLICATIONS
+from dlsched.perf.throughput_tables import TABLE_PREFIX, is_table_application, table_problem
 
 if TYPE_CHECKING:
     from dlsched.ps.job import PsJob
@@ -53,6 +54,8 @@ def row_kind(
     if duration is not None or (work is not None and work_unit in (None, "seconds")):
         return RIGID
     if application is not None and batch_size is not None and application in APPLICATIONS:
+        return ELASTIC
+    if is_table_application(application) and batch_size is not None and work_unit == "iterations":
         return ELASTIC
     if application is not None and work_unit == "samples":
         # The PS zoo is imported only for a row that may be one of its networks: a rigid
@@ -96,12 +99,30 @@ def kind_columns(table: pa.Table, source: str) -> KindColumns:
     )
 
 
-def check_elastic(where: str, application: str | None, gpus: int, batch: int | None) -> str:
-    """The application of an elastic row; :class:`KindError` naming the field otherwise."""
-    if application is None or application not in APPLICATIONS:
+def check_elastic(
+    where: str,
+    application: str | None,
+    gpus: int,
+    batch: int | None,
+    work_unit: str | None = None,
+) -> str:
+    """The application of an elastic row; :class:`KindError` naming the field otherwise. A
+    table job (``elasticflow/<model>``) needs its work in iterations."""
+    if is_table_application(application):
+        assert application is not None
+        if work_unit != "iterations":
+            raise KindError(
+                f"{where}: work_unit: {work_unit!r}; a {TABLE_PREFIX}<model> job needs its work "
+                "in iterations"
+            )
+        if batch is not None and batch >= 1:
+            problem = table_problem(application, batch)
+            if problem is not None:
+                raise KindError(f"{where}: application: {problem}")
+    elif application is None or application not in APPLICATIONS:
         raise KindError(
             f"{where}: application: {application!r} is not a profiled application; expected "
-            f"one of {', '.join(APPLICATIONS)}"
+            f"one of {', '.join(APPLICATIONS)} or {TABLE_PREFIX}<model>"
         )
     if gpus < 1 or batch is None or batch < 1:
         raise KindError(

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from dlsched.cluster.state import ClusterState
 from dlsched.metrics.jobs import JobRecords
-from dlsched.perf.elastic_progress import ElasticModel, ElasticState
+from dlsched.perf.elastic_progress import ElasticModel, ElasticState, table_rate
 from dlsched.perf.model import KIND_NAMES, ProgressModel
 from dlsched.sim.job import SimJob
 
@@ -56,9 +57,14 @@ def kind_summary(
         if not records.finished[job.row]:
             continue
         ext: ElasticState = job.ext
-        alone = model.perf.isolated_time(
-            ext.application, main, ext.requested_gpus, ext.requested_bsz, per_node[main]
-        )
+        if ext.tables is not None:
+            alone = ext.eff.total_progress / table_rate(
+                replace(ext, variants=(main,)), ext.requested_gpus
+            )
+        else:
+            alone = model.perf.isolated_time(
+                ext.application, main, ext.requested_gpus, ext.requested_bsz, per_node[main]
+            )
         rhos.append((job.end - job.submit_time) / (alone + first_start_s))
     if rhos:
         out["ftf_rho_mean"] = sum(rhos) / len(rhos)

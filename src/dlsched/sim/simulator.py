@@ -41,6 +41,7 @@ from dlsched.perf.elastic_progress import ElasticModel, new_state
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID, ProgressModel, ReplayModel
 from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
 from dlsched.perf.profiles import APPLICATIONS
+from dlsched.perf.throughput_tables import TableError
 from dlsched.placement.registry import create_placer
 from dlsched.power.registry import create_power_manager
 from dlsched.progress import ProgressFn
@@ -283,6 +284,7 @@ class Simulator:
             t.column("application").to_pylist() if self.comm is not None else []
         )
         self._work_unit: list[str | None] = t.column("work_unit").to_pylist()
+        self._deadline: list[float | None] = t.column("deadline").to_pylist()
         self._milli: list[int | None] = t.column("gpu_milli").to_pylist()
         self._cpus: list[float | None] = t.column("num_cpus").to_pylist()
         self._mem: list[float | None] = t.column("memory_mib").to_pylist()
@@ -485,6 +487,7 @@ class Simulator:
             return None
         assert work is not None
         job = SimJob(row, self._ids[row], now, demand, work, duration, pool)
+        job.deadline = self._deadline[row]
         if self.estimator is not None:
             job.estimate = self.estimator.estimate(row, now)
         return job
@@ -519,10 +522,15 @@ class Simulator:
             demand = self._demands[shape] = Demand(*shape)
         g = self.group_of[kind]
         group = self.groups[g]
-        ext, work = self._kind_state(row, kind)
+        try:
+            ext, work = self._kind_state(row, kind, pool)
+        except TableError as exc:
+            self.records.set_aside(row, str(exc), gpus, now)
+            return None
         if reason is None:
             reason = group.scheduler.never_fits(pool, demand)
         job = KindJob(row, self._ids[row], now, demand, work, pool, g, kind, ext)
+        job.deadline = self._deadline[row]
         if reason is None:
             reason = self._kind_never_fits(job, group)
         if reason is not None:
@@ -532,16 +540,22 @@ class Simulator:
             self._elastic_jobs.append(job)
         return job
 
-    def _kind_state(self, row: int, kind: int) -> tuple[Any, float]:
+    def _kind_state(self, row: int, kind: int, pool: int) -> tuple[Any, float]:
+        """The kind-specific state of an elastic or PS row and its work; KindError for a
+        malformed row, TableError for a table job the pool's GPUs cannot run."""
         k = self.kinds
         where = f"trace {self.trace.source or '<memory>'}: job {self._ids[row]!r}"
         if kind == ELASTIC:
             model = self.models[ELASTIC]
             assert isinstance(model, ElasticModel)
-            app = check_elastic(where, k.application[row], self._gpus[row], k.batch_size[row])
+            app = check_elastic(
+                where, k.application[row], self._gpus[row], k.batch_size[row], self._work_unit[row]
+            )
             batch = k.batch_size[row]
             assert batch is not None
-            state = new_state(model.perf, app, self._gpus[row], batch)
+            nodes = self.state.pool_nodes[pool] if pool >= 0 else range(len(self.state.node_gpus))
+            variants = [model.node_variants[n] for n in nodes if self.state.node_gpus[n] > 0]
+            state = new_state(model.perf, app, self._gpus[row], batch, self._work[row], variants)
             return state, state.eff.total_progress
         samples = self._work[row] if self._work_unit[row] == "samples" else None
         ps = ps_job(

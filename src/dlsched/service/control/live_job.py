@@ -22,6 +22,7 @@ class LiveJob:
 
     __slots__ = (
         "attained_base",
+        "deadline",
         "demand",
         "duration",
         "estimate",
@@ -48,8 +49,10 @@ class LiveJob:
         run_start: float | None,
         attained_base: float,
         kind: int = RIGID,
+        deadline: float | None = None,
     ) -> None:
         self.seq = seq
+        self.deadline = deadline
         self.kind = kind
         self.job_id = job_id
         self.submit_time = submit_time
