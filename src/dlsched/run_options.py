@@ -92,6 +92,21 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     _o("subsample", "float", None, "Keep a fraction (<1) or a count (>=1) of jobs.", "selection"),
     _o("submit_scale", "float", 1.0, "Multiply submit times.", "selection"),
     _o(
+        "deadlines",
+        "str",
+        None,
+        "LOW:HIGH: give every job the deadline submit + U(LOW, HIGH) × its run time "
+        "(ElasticFlow's method, e.g. 0.5:1.5; drawn with --seed), replacing the trace's.",
+        "selection",
+    ),
+    _o(
+        "best_effort",
+        "float",
+        0.0,
+        "With --deadlines: the probability that a job gets no deadline (best effort).",
+        "selection",
+    ),
+    _o(
         "policy",
         "str",
         "fifo",
@@ -231,6 +246,7 @@ AXES: tuple[str, ...] = tuple(o.name for o in RUN_OPTIONS if o.axis)
 BACKFILL_OPTION = "allow_backfill"
 PRESET_FIXES: tuple[str, ...] = ("trace", "cluster", "placement", "trace_format", "skip_bad_rows")
 PRESET_FIXES += ("start", "end", "vc", "gpu_only", "subsample", "submit_scale")
+PRESET_FIXES += ("deadlines", "best_effort")
 """What a preset sets itself: giving one of these beside ``--preset`` is refused."""
 
 
@@ -342,6 +358,8 @@ def experiment_from(given: Mapping[str, Any]) -> Experiment:
         gpu_only=v["gpu_only"],
         subsample=v["subsample"],
         submit_scale=v["submit_scale"],
+        deadlines=v["deadlines"],
+        best_effort=v["best_effort"],
     )
     return Experiment(
         v["trace"], v["cluster"], config, selection, v["trace_format"], v["skip_bad_rows"]

@@ -26,7 +26,10 @@ from dlsched.trace.walltime import format_utc, parse_date_or_time
 class Selection:
     """Which jobs of a trace to replay. ``start``/``end`` are submit-time bounds: seconds from
     the trace origin, or dates (YYYY-MM-DD) when the trace has wall-clock times. Applied in
-    field order: window, VCs, GPU jobs only, subsample, time scaling.
+    field order: window, VCs, GPU jobs only, subsample, time scaling, deadlines (``deadlines``
+    = ``"LOW:HIGH"``: every job's deadline becomes submit + U(LOW, HIGH) × its run time, and
+    with probability ``best_effort`` none; :func:`dlsched.trace.transforms.with_deadlines`
+    with the run's seed).
 
     A selection that leaves no job of a trace that had some raises ValueError naming the
     option: a run of nothing is never a result. Messages name the command-line options."""
@@ -38,9 +41,12 @@ class Selection:
     subsample: float | None = None
     submit_scale: float = 1.0
     duration_scale: float = 1.0
+    deadlines: str | None = None
+    best_effort: float = 0.0
 
     def check(self) -> None:
         """ValueError for values no trace can honour."""
+        self.deadline_bounds()
         if self.subsample is not None:
             if not (self.subsample > 0 and math.isfinite(self.subsample)):
                 raise ValueError(
@@ -57,6 +63,18 @@ class Selection:
         ):
             if not (math.isfinite(factor) and factor > 0):
                 raise ValueError(f"{flag} must be a positive number, got {factor:g}")
+
+    def deadline_bounds(self) -> tuple[float, float] | None:
+        """``deadlines`` as (LOW, HIGH), None when not given; ValueError naming the flag for a
+        value :func:`~dlsched.trace.transforms.with_deadlines` refuses."""
+        if self.deadlines is None:
+            if self.best_effort != 0.0:
+                raise ValueError(
+                    "--best-effort is the share of jobs --deadlines leaves without one; give "
+                    "--deadlines LOW:HIGH"
+                )
+            return None
+        return parse_deadline_bounds(self.deadlines, self.best_effort)
 
     def apply(self, trace: Trace, seed: int) -> Trace:
         self.check()
@@ -80,6 +98,12 @@ class Selection:
                 trace = _nonempty(kept, trace, self._subsample_text)
         if self.submit_scale != 1.0 or self.duration_scale != 1.0:
             trace = transforms.scale_time(trace, self.submit_scale, self.duration_scale)
+        bounds = self.deadline_bounds()
+        if bounds is not None:
+            try:
+                trace = transforms.with_deadlines(trace, *bounds, seed, self.best_effort)
+            except ValueError as e:
+                raise ValueError(f"--deadlines {self.deadlines}: {e}") from None
         return trace
 
     def _window_text(self, trace: Trace) -> str:
@@ -101,6 +125,26 @@ class Selection:
             f"--subsample {self.subsample:g} keeps no job of {len(trace):,}; give a larger "
             "fraction or a count"
         )
+
+
+def parse_deadline_bounds(text: str, best_effort: float = 0.0) -> tuple[float, float]:
+    """``LOW:HIGH`` of ``--deadlines`` as two numbers with ``0 < LOW <= HIGH`` (finite), and
+    ``best_effort`` a probability; ValueError naming the flag otherwise."""
+    low_text, _, high_text = text.partition(":")
+    try:
+        low, high = float(low_text), float(high_text)
+    except ValueError:
+        raise ValueError(
+            f"--deadlines {text}: expected LOW:HIGH, two numbers (deadline = submit + "
+            "U(LOW, HIGH) × run time), e.g. 0.5:1.5"
+        ) from None
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
+        raise ValueError(
+            f"--deadlines {text}: expected finite bounds with 0 < LOW <= HIGH, e.g. 0.5:1.5"
+        )
+    if not 0.0 <= best_effort <= 1.0:
+        raise ValueError(f"--best-effort must be a probability within 0..1, got {best_effort:g}")
+    return low, high
 
 
 def _span(trace: Trace) -> str:

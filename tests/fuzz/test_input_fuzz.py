@@ -8,6 +8,9 @@ in one record, a record spanning lines being itself an error). ``trace validate`
 ``simulate`` agree on every file: validate says ok exactly when simulate runs, and neither
 ends with anything but exit 0 or 2 (no traceback).
 
+ElasticFlow files (both layouts, columns sometimes missing or extra, hostile fields) go
+through the same accounting.
+
 A cluster description is a shorthand or a TOML file with hostile counts and names: it either
 parses within the documented size limits or raises ClusterFormatError (a ValueError), never
 MemoryError, OverflowError or anything else.
@@ -59,6 +62,62 @@ def trace_files(draw: st.DrawFn) -> str:
     return out.getvalue()
 
 
+ELASTICFLOW_LAYOUTS = (
+    "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration",
+    "job_id,submit_time,iteration,model_name,ddl,batch_size,num_gpu,duration",
+    "job_id,submit_time,iteration,model_name,ddl,batch_size,num_gpu,duration,best_effort",
+    "job_id,submit_time,real_iteration,model_name,ddl,batch_size,num_gpu,real_duration,duration,"
+    "iteration",
+)
+model_names = st.one_of(
+    st.sampled_from(["resnet50", "gpt2", "deepspeech2", "resnet50_cifar10", "v1.0-x"]),
+    st.sampled_from(["", "res net", "a/b", "m" * 65, "\u0661", "bert\x00"]),
+    nasty_text,
+)
+
+
+@st.composite
+def elasticflow_files(draw: st.DrawFn) -> str:
+    """An ElasticFlow CSV of one of its layouts (sometimes with a column dropped or added, or
+    without the final newline, as the ITP files): rows near valid ones with hostile fields."""
+    columns = draw(st.sampled_from(ELASTICFLOW_LAYOUTS)).split(",")
+    change = draw(st.integers(0, 9))
+    if change == 0:
+        columns.pop(draw(st.integers(0, len(columns) - 1)))
+    elif change == 1:
+        columns.append(draw(st.sampled_from(["deadline", "ddl", "submit_time", "x"])))
+    out = io.StringIO()
+    out.write(",".join(columns) + "\n")
+    for i in range(draw(st.integers(0, 8))):
+        submit = draw(st.integers(0, 10**7))
+        good = {
+            "job_id": f"j{i}",
+            "submission_time": str(submit),
+            "submit_time": str(submit),
+            "num_iteration": str(draw(st.integers(1, 10**7))),
+            "iteration": str(draw(st.integers(1, 10**7))),
+            "real_iteration": "5",
+            "model_name": "resnet50",
+            "deadline": str(submit + draw(st.integers(-5, 10**5))),
+            "ddl": str(submit + draw(st.integers(-5, 10**5))),
+            "batch_size": str(draw(st.sampled_from([1, 32, 256, 0]))),
+            "num_gpu": str(draw(st.sampled_from([1, 8, 64, 0]))),
+            "duration": str(draw(st.integers(0, 10**6))),
+            "real_duration": "5",
+            "best_effort": draw(st.sampled_from(["0", "1", "2", "0.5", ""])),
+        }
+        row = [good.get(c, "1") for c in columns]
+        if draw(st.integers(0, 2)) == 0:
+            at = draw(st.integers(0, len(row) - 1))
+            row[at] = draw(model_names) if columns[at] == "model_name" else draw(field)
+        if draw(st.booleans()):
+            out.write(",".join(v.replace("\x00", "") for v in row) + "\n")
+        else:
+            csv.writer(out, lineterminator="\n").writerow(row)
+    text = out.getvalue()
+    return text[:-1] if text.count("\n") > 1 and draw(st.booleans()) else text
+
+
 def records_in(text: str) -> int:
     """Non-empty lines after the header, with the line ends CSV knows (one record each when no
     quoted field spans lines)."""
@@ -67,9 +126,10 @@ def records_in(text: str) -> int:
 
 def test_trace_rows_are_accepted_or_reported_never_lost(tmp_path: Path) -> None:
     seen = {"files": 0, "unreadable": 0, "rejected_rows": 0, "accepted_rows": 0}
+    seen["elasticflow_rows"] = 0
 
     @fuzz(300)
-    @given(text=trace_files())
+    @given(text=st.one_of(trace_files(), elasticflow_files()))
     def one(text: str) -> None:
         path = tmp_path / "t.csv"
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
@@ -90,10 +150,12 @@ def test_trace_rows_are_accepted_or_reported_never_lost(tmp_path: Path) -> None:
         assert all(e.path == str(path) and e.line >= 2 for e in result.errors)
         seen["rejected_rows"] += len(result.errors)
         seen["accepted_rows"] += len(result.trace)
+        seen["elasticflow_rows"] += len(result.trace) if result.format == "elasticflow" else 0
 
     one()
     print(f"trace fuzz: {seen}")
     assert seen["rejected_rows"] and seen["accepted_rows"] and seen["unreadable"]
+    assert seen["elasticflow_rows"]
 
 
 def test_validate_and_simulate_agree_and_never_crash(tmp_path: Path) -> None:

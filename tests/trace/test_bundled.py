@@ -13,6 +13,9 @@ EXPECTED = {
     "pollux_workload-6": ("pollux", 160),
     "openb_pod_list_default_500": ("alibaba-2023", 500),
     "philly_2017-10-01_2017-12-01": ("canonical", 68510),
+    "elasticflow_100jobs_1500lam": ("elasticflow", 100),
+    "elasticflow_200jobs_900lam_0.5": ("elasticflow", 200),
+    "elasticflow_elasticVpollux_e": ("elasticflow", 195),
 }
 
 
@@ -50,6 +53,25 @@ def test_unknown_name_lists_the_known_ones() -> None:
 def test_slices_are_the_first_lines_of_their_source(name: str, source: str) -> None:
     bundled = bundled_trace_path(name).read_bytes()
     assert (TRACES / source).read_bytes().startswith(bundled)
+
+
+@requires_traces
+@requires_traces
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [
+        ("elasticflow_100jobs_1500lam", "elasticflow/traces/generated/100jobs_1500lam.csv"),
+        ("elasticflow_200jobs_900lam_0.5", "elasticflow/traces/generated/200jobs_900lam_0.5.csv"),
+        ("elasticflow_elasticVpollux_e", "elasticflow/traces/artifact/elasticVpollux_e.csv"),
+    ],
+)
+def test_whole_copies_equal_their_source(name: str, source: str) -> None:
+    assert bundled_trace_path(name).read_bytes() == (TRACES / source).read_bytes()
+
+
+def test_the_elasticflow_license_is_bundled_beside_its_traces() -> None:
+    license_text = bundled_trace_path("elasticflow_100jobs_1500lam").parent / "LICENSE-ElasticFlow"
+    assert "Apache License" in license_text.read_text(encoding="utf-8")
 
 
 @requires_traces

@@ -23,6 +23,9 @@ HEADERS = {
         "deletion_time,scheduled_time"
     ),
     "pollux": "name,time,application,num_replicas,batch_size",
+    "elasticflow": (
+        "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"
+    ),
     "canonical": "job_id,submit_time,num_gpus,duration,vc",
 }
 

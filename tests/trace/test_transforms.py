@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from dlsched.cli.main import app
 from dlsched.trace import (
     Trace,
     bundled_trace_path,
@@ -22,6 +25,7 @@ from dlsched.trace import (
     synthetic_trace,
     time_window,
     window_by_dates,
+    with_deadlines,
 )
 
 VCS = ("a", "b", "c", None)
@@ -223,4 +227,161 @@ def test_transforms_do_not_modify_their_input(trace: Trace) -> None:
     subsample(trace, fraction=0.5, seed=1)
     scale_time(trace, 2.0, 2.0)
     rebase(trace)
+    with_deadlines(trace, 0.5, 1.5, seed=1, best_effort=0.5)
     assert trace.table is snapshot and trace.table.equals(snapshot)
+
+
+@given(
+    traces(),
+    st.floats(0.01, 10),
+    st.floats(0, 5),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([0.0, 0.3, 1.0]),
+)
+def test_with_deadlines_draws_slack_in_proportion_to_the_run_time(
+    trace: Trace, low: float, extra: float, seed: int, best_effort: float
+) -> None:
+    high = low + extra
+    out = with_deadlines(trace, low, high, seed, best_effort)
+    assert with_deadlines(trace, low, high, seed, best_effort).table.equals(out.table)
+    assert _ids(out) == _ids(trace) and _submits(out) == _submits(trace)
+    others = [name for name in trace.table.column_names if name != "deadline"]
+    assert out.table.select(others).equals(trace.table.select(others))
+    for job in out.jobs():
+        if job.deadline is None:
+            continue
+        assert job.duration is not None and job.duration > 0
+        assert job.deadline > job.submit_time
+        latest = job.submit_time + high * job.duration
+        tolerance = 1e-12 * latest  # the sum rounds at the submit time's magnitude
+        assert job.submit_time + low * job.duration - tolerance <= job.deadline
+        assert job.deadline <= latest + tolerance
+    if best_effort == 0.0:
+        # Only a job without a run time (or one too short to move its submit time) has none.
+        for job, before in zip(out.jobs(), trace.jobs(), strict=True):
+            if job.deadline is None:
+                short = before.submit_time + low * (before.duration or 0.0) == before.submit_time
+                assert short
+    if best_effort == 1.0:
+        assert out.table.column("deadline").null_count == len(trace)
+
+
+def test_with_deadlines_the_elasticflow_way() -> None:
+    trace = Trace.from_columns(
+        {
+            "job_id": ["a", "b", "c", "d"],
+            "submit_time": [0.0, 10.0, 20.0, 30.0],
+            "num_gpus": [1, 1, 1, 1],
+            "duration": [100.0, None, 0.0, 50.0],
+            "deadline": [5.0, 500.0, 25.0, None],
+        }
+    )
+    fixed = with_deadlines(trace, 1.5, 1.5, seed=0)
+    # Replaced (a), none without a run time (b, c: the old ones go too), drawn for d.
+    assert fixed.column("deadline").to_pylist() == [150.0, None, None, 105.0]
+    drawn = with_deadlines(trace, 0.5, 1.5, seed=3).column("deadline").to_pylist()
+    rng = np.random.default_rng(3)
+    factors = rng.uniform(0.5, 1.5, 4)
+    assert drawn == [0.0 + factors[0] * 100.0, None, None, 30.0 + factors[3] * 50.0]
+    assert with_deadlines(trace, 0.5, 1.5, seed=4).column("deadline").to_pylist() != drawn
+
+
+def test_with_deadlines_best_effort_share_and_same_values_for_the_rest() -> None:
+    trace = synthetic_trace(2000, seed=0)
+    base = with_deadlines(trace, 0.5, 1.5, seed=7).column("deadline").to_pylist()
+    half = with_deadlines(trace, 0.5, 1.5, seed=7, best_effort=0.5).column("deadline").to_pylist()
+    nulls = sum(value is None for value in half) - sum(value is None for value in base)
+    assert 900 < nulls < 1100
+    assert all(h is None or h == b for h, b in zip(half, base, strict=True))
+
+
+def test_with_deadlines_empty_trace() -> None:
+    empty = Trace.from_columns({"job_id": [], "submit_time": [], "num_gpus": []})
+    assert len(with_deadlines(empty, 1.0, 2.0, seed=0)) == 0
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "best_effort", "match"),
+    [
+        (0.0, 1.0, 0.0, "lower deadline bound must be positive"),
+        (-1.0, 1.0, 0.0, "lower deadline bound must be positive"),
+        (2.0, 1.0, 0.0, "below the lower one"),
+        (float("nan"), 1.0, 0.0, "must be finite"),
+        (1.0, float("inf"), 0.0, "must be finite"),
+        (1.0, 2.0, 1.5, "within 0..1"),
+        (1.0, 2.0, -0.1, "within 0..1"),
+        (1.0, 2.0, float("nan"), "within 0..1"),
+        (1.0, 1e300, 0.0, "beyond the limit"),
+    ],
+)
+def test_with_deadlines_refuses_bad_arguments(
+    low: float, high: float, best_effort: float, match: str
+) -> None:
+    trace = synthetic_trace(5, seed=0)
+    with pytest.raises(ValueError, match=match):
+        with_deadlines(trace, low, high, seed=0, best_effort=best_effort)
+
+
+def test_trace_convert_deadlines(tmp_path: Path) -> None:
+    from dlsched.trace.io import read_parquet
+
+    source = bundled_trace_path("vc_0e4a51")
+    out = tmp_path / "d.parquet"
+    args = ["trace", "convert", str(source), "--out", str(out), "--deadlines", "1.5:1.5"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    jobs = list(read_parquet(out).jobs())
+    assert jobs and all(
+        job.deadline == job.submit_time + 1.5 * job.duration for job in jobs if job.duration
+    )
+    again = tmp_path / "e.parquet"
+    args = ["trace", "convert", str(source), "--out", str(again), "--deadlines", "0.5:1.5"]
+    result = CliRunner().invoke(app, [*args, "--best-effort", "1", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert read_parquet(again).column("deadline").null_count == len(jobs)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--deadlines", "1.5"], "--deadlines 1.5: expected LOW:HIGH"),
+        (["--deadlines", "a:b"], "--deadlines a:b: expected LOW:HIGH"),
+        (["--deadlines", "0:1"], "--deadlines 0:1: expected finite bounds with 0 < LOW <= HIGH"),
+        (["--deadlines", "2:1"], "--deadlines 2:1: expected finite bounds"),
+        (["--deadlines", "1:inf"], "--deadlines 1:inf: expected finite bounds"),
+        (["--deadlines", "1:2", "--best-effort", "1.5"], "--best-effort must be a probability"),
+        (["--best-effort", "0.5"], "--best-effort is the share of jobs --deadlines leaves"),
+        (["--deadlines", "1:1e300"], "--deadlines 1:1e300: job "),
+    ],
+)
+def test_bad_deadline_options_are_exit_2_in_one_line(
+    tmp_path: Path, options: list[str], expected: str
+) -> None:
+    out = tmp_path / "d.parquet"
+    source = str(bundled_trace_path("vc_0e4a51"))
+    for command in (
+        ["trace", "convert", source, "--out", str(out)],
+        ["simulate", "--trace", source, "--cluster", "32x8", "--out", str(tmp_path / "run")],
+    ):
+        result = CliRunner().invoke(app, [*command, *options])
+        assert result.exit_code == 2, result.output
+        assert result.output.strip().count("\n") == 0, result.output
+        assert expected in result.output
+        assert not out.exists() and not (tmp_path / "run").exists()
+
+
+def test_simulate_records_and_replays_the_deadline_options() -> None:
+    from dlsched.run_options import experiment_from
+    from dlsched.runner import Experiment, load_trace
+
+    source = str(bundled_trace_path("vc_0e4a51"))
+    given = {"trace": source, "cluster": "32x8", "deadlines": "0.5:1.5", "best_effort": 0.25}
+    exp = experiment_from({**given, "seed": 5})
+    assert (exp.selection.deadlines, exp.selection.best_effort) == ("0.5:1.5", 0.25)
+    assert Experiment.from_dict(exp.to_dict()) == exp
+    trace = load_trace(exp)
+    raw = read_trace(source).trace
+    expected = with_deadlines(raw, 0.5, 1.5, seed=5, best_effort=0.25)
+    assert trace.column("deadline").equals(expected.column("deadline"))
+    with pytest.raises(ValueError, match=r"--preset fixes .* drop --deadlines"):
+        experiment_from({"preset": "helios-philly", "deadlines": "1:2"})

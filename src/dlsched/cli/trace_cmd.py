@@ -84,7 +84,18 @@ def convert(
     ] = None,
     submit_scale: Annotated[float, typer.Option(help="Multiply submit times.")] = 1.0,
     duration_scale: Annotated[float, typer.Option(help="Multiply run times.")] = 1.0,
-    seed: Annotated[int, typer.Option(help="Seed for --subsample.")] = 0,
+    deadlines: Annotated[
+        str | None,
+        typer.Option(
+            help="LOW:HIGH: give every job the deadline submit + U(LOW, HIGH) × its run time "
+            "(ElasticFlow's method, e.g. 0.5:1.5), replacing the trace's."
+        ),
+    ] = None,
+    best_effort: Annotated[
+        float,
+        typer.Option(help="With --deadlines: the probability that a job gets no deadline."),
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed for --subsample and --deadlines.")] = 0,
     force: ForceOpt = False,
 ) -> None:
     """Convert a trace to dlsched's native Parquet format, optionally selecting jobs; a request
@@ -105,6 +116,8 @@ def convert(
                 "--gpu-only": gpu_only or None, "--subsample": subsample,
                 "--submit-scale": None if submit_scale == 1.0 else submit_scale,
                 "--duration-scale": None if duration_scale == 1.0 else duration_scale,
+                "--deadlines": deadlines,
+                "--best-effort": None if best_effort == 0.0 else best_effort,
             }  # fmt: skip
             chosen = [flag for flag, value in given.items() if value is not None]
             if chosen:
@@ -118,7 +131,15 @@ def convert(
         if out.suffix != ".parquet":
             raise ValueError(f"--out {out}: trace convert writes Parquet; name the output .parquet")
         selection = Selection(
-            start, end, split_list(vc, "--vc"), gpu_only, subsample, submit_scale, duration_scale
+            start,
+            end,
+            split_list(vc, "--vc"),
+            gpu_only,
+            subsample,
+            submit_scale,
+            duration_scale,
+            deadlines,
+            best_effort,
         )
         selection.check()
         result = read_trace(source, trace_format, skip_bad_rows=skip_bad_rows)

@@ -20,6 +20,7 @@ if _typing.TYPE_CHECKING:
         subsample,
         time_window,
         window_by_dates,
+        with_deadlines,
     )
     from dlsched.trace.validate import FileReport, render_reports, validate_files
 
@@ -47,6 +48,7 @@ _EXPORTS = {
     "subsample": "dlsched.trace.transforms",
     "time_window": "dlsched.trace.transforms",
     "window_by_dates": "dlsched.trace.transforms",
+    "with_deadlines": "dlsched.trace.transforms",
     "FileReport": "dlsched.trace.validate",
     "render_reports": "dlsched.trace.validate",
     "validate_files": "dlsched.trace.validate",
@@ -78,6 +80,7 @@ __all__ = [
     "time_window",
     "validate_files",
     "window_by_dates",
+    "with_deadlines",
     "write_parquet",
 ]
 

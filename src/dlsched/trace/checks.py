@@ -99,8 +99,10 @@ def check_rows(
     reject(
         deadline <= submit,
         "deadline",
-        lambda i: f"deadline {show_number(deadline[i])} s is not after submit "
-        f"{show_number(submit[i])} s (deadlines are absolute times on the submit clock)",
+        lambda i: (
+            f"deadline {show_number(deadline[i])} s is not after submit "
+            f"{show_number(submit[i])} s (deadlines are absolute times on the submit clock)"
+        ),
     )
     duration = values["duration"]
     reject(duration < 0, "duration", lambda i: f"negative duration: {show_number(duration[i])}")

@@ -139,10 +139,11 @@ def _check_header(path: str, header: list[str], fmt: CsvFormat) -> None:
         if column in seen:
             problems.append(RowError(path, 1, column, "column appears more than once"))
         seen.add(column)
-    allowed = set(fmt.required) | set(fmt.optional)
+    required = fmt.columns_for(header)
+    allowed = set(required) | set(fmt.optional)
     problems.extend(
         RowError(path, 1, column, f"required column missing (format {fmt.name})")
-        for column in fmt.required
+        for column in required
         if column not in seen
     )
     problems.extend(
@@ -151,6 +152,6 @@ def _check_header(path: str, header: list[str], fmt: CsvFormat) -> None:
         if column not in allowed
     )
     if problems:
-        missing = any(column not in seen for column in fmt.required)
+        missing = any(column not in seen for column in required)
         note = f"; {fmt.missing_column_note}" if missing and fmt.missing_column_note else ""
         raise TraceError(f"{path}: header does not fit format {fmt.name}{note}", tuple(problems))

@@ -94,10 +94,10 @@ def scale_time(trace: Trace, submit_factor: float = 1.0, duration_factor: float 
     ``submit_factor < 1`` packs the arrivals closer (a heavier load); ``duration_factor`` scales
     ``duration`` and any ``work`` counted in seconds (work in iterations, samples or epochs is a
     job's size, not a time, and is kept). A deadline keeps its slack in proportion to the run
-    time: ``submit' + (deadline - submit) × duration_factor``. Factors must be finite and positive. When any factor is
-    not 1, the original cluster's ``start_time``/``end_time`` no longer describe the trace and
-    become null; when ``submit_factor`` is not 1 the wall-clock origin no longer maps submit times
-    to dates and becomes None.
+    time: ``submit' + (deadline - submit) × duration_factor``. Factors must be finite and
+    positive. When any factor is not 1, the original cluster's ``start_time``/``end_time`` no
+    longer describe the trace and become null; when ``submit_factor`` is not 1 the wall-clock
+    origin no longer maps submit times to dates and becomes None.
     """
     for name, factor in (("submit_factor", submit_factor), ("duration_factor", duration_factor)):
         if not (math.isfinite(factor) and factor > 0):
@@ -120,6 +120,53 @@ def scale_time(trace: Trace, submit_factor: float = 1.0, duration_factor: float 
     }
     origin = trace.origin_unix if submit_factor == 1.0 else None
     return dataclasses.replace(trace, table=_set_columns(table, columns), origin_unix=origin)
+
+
+def with_deadlines(
+    trace: Trace, low: float, high: float, seed: int, best_effort: float = 0.0
+) -> Trace:
+    """Every job's deadline drawn as ElasticFlow's trace generator draws them:
+    ``submit + U(low, high) × duration``, ``duration`` being the job's run time at its requested
+    GPUs (``low = high`` gives every job the same slack ratio).
+
+    The deadlines the trace had are all replaced. A job without a run time (a null ``duration``,
+    or 0) gets none (null), as does, with probability ``best_effort``, any job: it becomes best
+    effort. The draws come from ``numpy.random.default_rng(seed)`` in the trace's (submit) order:
+    the same trace, bounds and seed always give the same deadlines, and ``best_effort`` changes
+    which jobs have one, not their values. ValueError for a bound that is not finite, ``low <= 0``,
+    ``high < low``, ``best_effort`` outside 0..1, or a deadline beyond
+    :data:`~dlsched.trace.checks.MAX_SECONDS`.
+    """
+    from dlsched.trace.checks import MAX_SECONDS
+
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"deadline bounds must be finite, got {low}:{high}")
+    if not low > 0:
+        raise ValueError(f"the lower deadline bound must be positive, got {low}")
+    if not high >= low:
+        raise ValueError(f"the upper deadline bound {high} is below the lower one {low}")
+    if not 0.0 <= best_effort <= 1.0:
+        raise ValueError(f"best_effort must be a probability within 0..1, got {best_effort}")
+    table = trace.table
+    n = table.num_rows
+    rng = np.random.default_rng(seed)
+    factors = rng.uniform(low, high, n)
+    no_deadline = rng.random(n) < best_effort
+    submit = table.column("submit_time").to_numpy()
+    duration = pc.fill_null(table.column("duration"), 0.0).to_numpy()
+    deadline = submit + factors * duration
+    # A deadline must come after its submission: none for a job without a run time (or one so
+    # short that the sum rounds back to the submit time).
+    no_deadline |= ~(deadline > submit)
+    late = np.flatnonzero(~no_deadline & (deadline > MAX_SECONDS))
+    if late.size:
+        i = int(late[0])
+        raise ValueError(
+            f"job {table.column('job_id')[i].as_py()!r}: deadline {deadline[i]:g} s is beyond "
+            f"the limit of {MAX_SECONDS:g} s (the upper bound {high:g} is too large)"
+        )
+    values = pa.array(deadline, type=pa.float64(), mask=no_deadline)
+    return _with_table(trace, _set_columns(table, {"deadline": values}))
 
 
 def rebase(trace: Trace) -> Trace:

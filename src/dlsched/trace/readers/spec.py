@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +36,9 @@ class CsvFormat:
     A header is recognized as this format when it holds every ``signature`` column (and, for a
     ``closed`` format, no column outside ``required`` + ``optional``). Once recognized, a missing
     ``required`` column or a column outside ``required`` + ``optional`` is an error at line 1.
+    ``variants``, when given, are alternative spellings of further required columns (one file
+    layout each): a header must hold every column of one of them, the one it shares most columns
+    with (the first on a tie), and the columns of the others are unexpected.
     ``gpu_jobs_note``, when set, makes 0 GPUs a row error and says why; ``missing_column_note``
     is added to the error for a header that lacks required columns. ``source_columns`` maps a
     canonical column to the file column it comes from, where the names differ. ``schema`` is
@@ -55,6 +58,16 @@ class CsvFormat:
     missing_column_note: str | None = None
     source_columns: Mapping[str, str] = field(default_factory=dict)
     schema: pa.Schema = SCHEMA
+    variants: tuple[tuple[str, ...], ...] = ()
+
+    def columns_for(self, header: Iterable[str]) -> tuple[str, ...]:
+        """The required columns of a file with ``header``: ``required`` and, with ``variants``,
+        the variant the header comes closest to."""
+        if not self.variants:
+            return self.required
+        present = set(header)
+        best = max(self.variants, key=lambda v: len(present.intersection(v)))
+        return self.required + best
 
     def file_column(self, canonical: str) -> str:
         """The file's name for canonical column ``canonical``, for messages about a row."""
@@ -69,6 +82,8 @@ class CsvFormat:
     def describe(self) -> str:
         """One line for error messages: the name and the expected columns."""
         columns = ",".join(self.required)
+        if self.variants:
+            columns += " + " + " | ".join(",".join(v) for v in self.variants)
         extra = f" [optional: {','.join(self.optional)}]" if self.optional else ""
         return f"{self.name} ({self.source}): {columns}{extra}"
 
