@@ -15,10 +15,11 @@ from dlsched.elastic.policies.optimus import Optimus
 from dlsched.elastic.policy import same_gpus
 from dlsched.elastic.registry import create_elastic_policy, elastic_policies
 from dlsched.elastic.types import Allocation, JobInfo
+from dlsched.sim.config import SimConfig
 from dlsched.sim.groups import PolicyChoiceError
 from dlsched.sim.kinds import KindError
 from dlsched.sim.simulator import simulate
-from dlsched.trace.schema import Trace
+from dlsched.trace.schema import JobSpec, Trace
 from tests.elastic.helpers import MIXED, job_at, register, run, trace_of
 
 SMALL = [("ncf", 0.0, 2), ("ncf", 60.0, 4), ("cifar10", 90.0, 2), ("ncf", 200.0, 1)]
@@ -43,7 +44,11 @@ def test_bad_options_are_refused_before_the_run() -> None:
         run(SMALL, "2x4", "nope")
 
 
-@pytest.mark.parametrize("policy", sorted(elastic_policies()) + ORDERING)
+TABLE_POLICIES = ["elasticflow"]
+"""Elastic policies of the ElasticFlow throughput-table jobs only (the Pollux jobs are refused)."""
+
+
+@pytest.mark.parametrize("policy", sorted(set(elastic_policies()) - set(TABLE_POLICIES)) + ORDERING)
 def test_contract(policy: str) -> None:
     result = run(SMALL, "2x4", policy, seed=1)
     s = result.summary
@@ -59,6 +64,57 @@ def test_contract(policy: str) -> None:
         assert submit <= start < end
     busy = result.timeline.column("busy_gpus").to_pylist()
     assert 0 < max(busy) <= 8
+
+
+TABLE_SMALL = [
+    # (model, global batch, submit, GPUs, iterations, deadline or None); T4 tables.
+    ("cifar10", 2048, 0.0, 2, 2000.0, 3000.0),
+    ("ncf", 32768, 60.0, 1, 20000.0, None),
+    ("cifar10", 4096, 90.0, 4, 1500.0, 4000.0),
+    ("yolov3", 64, 200.0, 1, 300.0, 2000.0),
+]
+
+
+@pytest.mark.parametrize("policy", [*TABLE_POLICIES, *ORDERING, "edf"])
+def test_table_contract(policy: str) -> None:
+    """Every policy that runs ElasticFlow table jobs finishes this workload, within the
+    cluster, reporting deadline figures consistent with the jobs table."""
+    jobs = [
+        JobSpec(
+            job_id=f"j{i}",
+            submit_time=submit,
+            num_gpus=gpus,
+            application=f"elasticflow/{model}",
+            batch_size=batch,
+            work=iterations,
+            work_unit="iterations",
+            kind="elastic",
+            deadline=deadline,
+        )
+        for i, (model, batch, submit, gpus, iterations, deadline) in enumerate(TABLE_SMALL)
+    ]
+    result = simulate(Trace.from_jobs(jobs), resolve_cluster("2x4"), SimConfig(policy=policy))
+    s = result.summary
+    table = result.jobs.to_pydict()
+    assert s["jobs"] + s["deadlines"]["declined"] == len(TABLE_SMALL)
+    assert s["jobs_set_aside"] == s["deadlines"]["declined"]
+    for status, met, end, deadline in zip(
+        table["status"], table["deadline_met"], table["end_s"], table["deadline"], strict=True
+    ):
+        if deadline is None:
+            assert met is None
+        elif status == "finished":
+            assert met == (end <= deadline)
+        else:
+            assert met is False
+    assert s["deadlines"]["met"] == sum(m is True for m in table["deadline_met"])
+    busy = result.timeline.column("busy_gpus").to_pylist()
+    assert 0 < max(busy) <= 8
+
+
+def test_pollux_jobs_are_refused_by_table_policies() -> None:
+    result = run(SMALL, "2x4", "elasticflow", seed=1)
+    assert result.summary["jobs_set_aside"] == len(SMALL)
 
 
 HETERO = [

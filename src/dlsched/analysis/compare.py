@@ -3,8 +3,9 @@
 A comparison is a list of :class:`Figure` rows, one figure of every run each. Only figures
 that apply to at least one of the runs are listed: serving figures for serving runs, job
 figures for job runs, energy where a run accounted it, tenant and queue figures where a run had
-queues, topology figures where a run modelled them. A run to which a listed figure does not
-apply has None for it, as has a run whose figure has no value (a statistic of no jobs).
+queues, deadline satisfaction where a job of a run had a deadline, topology figures where a run
+modelled them. A run to which a listed figure does not apply has None for it, as has a run
+whose figure has no value (a statistic of no jobs).
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def with_queues(summary: Mapping[str, Any]) -> bool:
     return summary.get("tenants") is not None
 
 
+def with_deadlines(summary: Mapping[str, Any]) -> bool:
+    """Whether some job of the run had a deadline (its ``deadlines`` block counts them)."""
+    block = summary.get("deadlines")
+    return isinstance(block, Mapping) and bool(block.get("jobs_with_deadline"))
+
+
 @dataclass(frozen=True)
 class Spec:
     """A figure every run of one kind may have: the summary ``path`` to its value, its
@@ -69,6 +76,7 @@ COMPARED = (
     _spec("energy_kwh", "energy (kWh)", applies=has("energy_kwh")),
     _spec("avg_slowdown", "avg slowdown"),
     _spec("preemptions", "preemptions"),
+    _spec("deadlines.satisfaction_ratio", "deadline satisfaction", SHARE, with_deadlines),
     _spec("tenant_fairness_jain", "Jain's index (tenants)", applies=with_queues),
     _spec("tenant_fair_share_max_deviation", "max fair-share deviation", applies=with_queues),
 )

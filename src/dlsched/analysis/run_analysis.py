@@ -61,8 +61,10 @@ OVERVIEW_KEYS = (
     "gpu_utilization",
     "preemptions",
     "energy_kwh",
+    "deadlines",
 )
-"""The summary figures the report's overview repeats (as ``summary.json`` has them)."""
+"""The summary figures the report's overview repeats (as ``summary.json`` has them; the
+``deadlines`` block is :class:`dlsched.metrics.summary.DeadlineFigures`)."""
 FINISHED = "finished"
 
 

@@ -2,7 +2,8 @@
 of rigid, elastic, PS or mixed jobs): ``index.html``, ``jct_cdf.png``, ``queueing_cdf.png``,
 ``timeline.png`` and ``stats.json`` (:mod:`dlsched.analysis.run_analysis` computes what they
 show). A run with queues also gets its tenant report (:mod:`dlsched.tenancy.run_report`) in
-``tenants/``, whose figures the page shows and links. The page needs nothing but the files
+``tenants/``, whose figures the page shows and links; a run in which some job had a deadline, a
+Deadlines section (its summary's ``deadlines`` block). The page needs nothing but the files
 beside it; every number on it is in ``stats.json``. Written whole or not at all.
 """
 
@@ -161,6 +162,7 @@ def render_html(analysis: RunAnalysis, figures: set[str], with_tenants: bool) ->
                 )
             parts.append(body)
         parts.append("</section>")
+    parts.append(_deadlines_html(analysis))
     parts.append(_tenants_html(analysis, with_tenants))
     parts.append(
         f'<footer><p>Every number on this page is in <a href="{STATS}">{STATS}</a>; CDFs are '
@@ -270,6 +272,38 @@ def _partitions_html(section: PartitionTable) -> tuple[str, str]:
     if section.jobs_set_aside:
         intro += f" {section.jobs_set_aside:,} jobs set aside never ran and are in none."
     return paragraph(intro), table(head, rows)
+
+
+def _deadlines_html(analysis: RunAnalysis) -> str:
+    """The deadlines section (the summary's ``deadlines`` block), only for a run in which some
+    job had a deadline; else nothing."""
+    block = analysis.overview.get("deadlines")
+    if not isinstance(block, dict) or not block.get("jobs_with_deadline"):
+        return ""
+    n = block["jobs_with_deadline"]
+
+    def count(key: str) -> str:
+        return _text(block.get(key), lambda v: f"{v:,}")
+
+    rows = [
+        ("jobs with a deadline", f"{n:,}"),
+        ("deadline satisfaction ratio", _text(block.get("satisfaction_ratio"), pct)),
+        ("met (finished by the deadline)", count("met")),
+        ("missed: finished late", count("missed_late")),
+        ("missed: declined by the policy", count("declined")),
+        ("missed: set aside or unfinished", count("not_finished")),
+        ("mean tardiness", _text(block.get("tardiness_mean_s"), duration)),
+        ("p99 tardiness", _text(block.get("tardiness_p99_s"), duration)),
+        ("best-effort jobs (no deadline)", count("best_effort_jobs")),
+        ("best-effort average JCT", _text(block.get("best_effort_avg_jct_s"), duration)),
+    ]
+    intro = paragraph(
+        "Jobs with a deadline: met when they finished at or before it. The satisfaction ratio "
+        "is those met over all jobs with a deadline (best-effort jobs excluded; a declined or "
+        "set-aside job counts as a miss). Tardiness (end − deadline, 0 when met) is over the "
+        "finished ones."
+    )
+    return f'<section id="deadlines"><h2>Deadlines</h2>{intro}{pairs(rows)}</section>'
 
 
 def _tenants_html(analysis: RunAnalysis, with_tenants: bool) -> str:

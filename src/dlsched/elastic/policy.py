@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from dlsched.elastic.types import Allocation, ClusterView, FinishedInfo, JobInfo
 from dlsched.perf.perfbook import PerfBook
+from dlsched.perf.throughput_tables import is_table_application
 
 
 class AllocationError(ValueError):
@@ -27,6 +28,9 @@ class ElasticPolicy(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    table_jobs: ClassVar[bool] = False
+    """Whether the policy schedules jobs of the ElasticFlow throughput tables
+    (:mod:`dlsched.perf.throughput_tables`); others refuse them at arrival."""
     interval_s: float = 60.0
     """Seconds between this policy's decisions; between them allocations are kept. A multiple
     of the simulator's round."""
@@ -46,6 +50,12 @@ class ElasticPolicy(ABC):
     def never_fits(self, application: str, gpus: int, cluster: ClusterView) -> str | None:
         """Why a job of ``application`` asking for ``gpus`` GPUs can never run on ``cluster``
         under this policy (None if it can); such a job is set aside when it arrives."""
+        if is_table_application(application) and not self.table_jobs:
+            return (
+                f"policy {self.name!r} models jobs by the Pollux profiles; {application} is "
+                "described by an ElasticFlow throughput table (policies elasticflow, or an "
+                "ordering policy, run it)"
+            )
         total = sum(n.size for n in cluster.nodes)
         if gpus > total:
             return f"needs {gpus} GPUs; the cluster has {total}"
@@ -55,6 +65,12 @@ class ElasticPolicy(ABC):
     def decide(self, now: float, jobs: Sequence[JobInfo]) -> Mapping[str, Allocation]:
         """Allocations by job name for the round starting at ``now``; ``jobs`` are the active
         (submitted, unfinished) jobs in submit order."""
+
+    def take_declined(self) -> Mapping[str, str]:
+        """Jobs (by name) the last :meth:`decide` refused for good, with the reason, each
+        reported once: admission control. A declined job must not be allocated GPUs in that
+        answer and leaves the run unfinished. None by default."""
+        return {}
 
     def finished(self, done: Sequence[FinishedInfo]) -> None:  # noqa: B027 (optional hook)
         """Jobs that finished during the last round (before the next :meth:`decide`); a no-op

@@ -105,7 +105,9 @@ class JobInfo:
     (at most 5) measured throughputs, examples per second, one per round run at that count.
     ``metrics`` holds the validation metric observed at the end of each finished epoch and
     ``samples_at_epoch`` the examples processed by then. ``last_change`` is when the job's GPUs
-    last changed (None if it never ran) and ``epoch_at_change`` its epoch then.
+    last changed (None if it never ran) and ``epoch_at_change`` its epoch then. ``deadline``
+    is when it should finish (absolute seconds; None: best effort). A job of the ElasticFlow
+    tables (``application`` ``elasticflow/<model>``) counts its progress in iterations.
     """
 
     name: str
@@ -131,6 +133,7 @@ class JobInfo:
     )
     metrics: tuple[float, ...] = ()
     samples_at_epoch: tuple[float, ...] = ()
+    deadline: float | None = None
 
     @property
     def gpus(self) -> int:

@@ -1,6 +1,14 @@
 """Per-job records of a run and the schema of ``jobs.parquet``. Times a job never had (a
 set-aside job's start and end) are nulls; so are ``cluster_queue`` and ``admission_wait_s``
-(its first admission less its submission) in a run without queues."""
+(its first admission less its submission) in a run without queues.
+
+Deadlines (trace schema 3): ``deadline`` is the trace's, in seconds on the ``submit_s`` clock
+(null: best effort, as is a NaN). ``declined`` says that the job's policy refused it at
+admission (:meth:`JobRecords.decline`); such a job is also ``set_aside``, with the policy's
+reason. ``deadline_met`` is null for a job without a deadline, else True iff the job finished
+and ``end_s <= deadline`` (False for a declined, set-aside or unfinished job);
+``tardiness_s`` is ``max(0, end_s - deadline)`` for a finished job with a deadline, null
+otherwise."""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dlsched.cluster.state import Demand
 
@@ -33,6 +42,10 @@ JOBS_SCHEMA = pa.schema(
         pa.field("lost_gpu_seconds", pa.float64()),
         pa.field("cluster_queue", pa.string()),
         pa.field("admission_wait_s", pa.float64()),
+        pa.field("declined", pa.bool_()),
+        pa.field("deadline", pa.float64()),
+        pa.field("deadline_met", pa.bool_()),
+        pa.field("tardiness_s", pa.float64()),
     ]
 )
 FINISHED, SET_ASIDE = "finished", "set_aside"
@@ -57,7 +70,9 @@ class FinishedJob(Protocol):
 
 
 class JobRecords:
-    """Column buffers indexed by trace row; rows never admitted stay "set_aside" with a reason."""
+    """Column buffers indexed by trace row; rows never admitted stay "set_aside" with a reason
+    (a declined one's is its policy's). A row's last record stands: a row finished after it was
+    set aside or declined is finished, not declined."""
 
     def __init__(self, n: int) -> None:
         # Unboxed arrays: a job's figures are stored as machine numbers, so a million finished
@@ -76,15 +91,25 @@ class JobRecords:
         self.gpu_s = array("d", [0.0]) * n
         self.lost_gpu_s = array("d", [0.0]) * n
         self.finished = bytearray(n)
+        self.declined = bytearray(n)
         self.admitted = array("d", [nan]) * n
         self.reasons: dict[int, str] = {}
         self.queues: tuple[list[int], list[str]] | None = None
         """With queues: each row's ClusterQueue (negative: none) and the queues' names."""
 
     def set_aside(self, row: int, reason: str, gpus: int, submit: float) -> None:
+        """Record a job that will never run: it cannot (``reason`` says why), not declined."""
         self.reasons[row] = reason
         self.gpus[row] = gpus
         self.submit[row] = submit
+        self.declined[row] = False
+
+    def decline(self, row: int, reason: str, gpus: int, submit: float) -> None:
+        """Record a job its policy's admission control refused (``reason``: why, e.g. that it
+        cannot meet its deadline): set aside as :meth:`set_aside` records it, and declined. A
+        declined job with a deadline counts as having missed it."""
+        self.set_aside(row, reason, gpus, submit)
+        self.declined[row] = True
 
     def finish(self, job: FinishedJob) -> None:
         """Record a finished job; its run time is its ``duration`` (the simulator sets it for
@@ -102,8 +127,17 @@ class JobRecords:
         self.gpu_s[r] = job.held_gpu_s
         self.lost_gpu_s[r] = job.lost_gpu_s
         self.finished[r] = True
+        self.declined[r] = False
 
-    def to_table(self, job_ids: list[str], pool_names: tuple[str, ...]) -> pa.Table:
+    def to_table(
+        self,
+        job_ids: list[str],
+        pool_names: tuple[str, ...],
+        deadlines: pa.Array | pa.ChunkedArray | None = None,
+    ) -> pa.Table:
+        """The jobs table (:data:`JOBS_SCHEMA`), one row per trace row. ``deadlines`` is the
+        trace's ``deadline`` column (one value per row; null or NaN: none); without it no job
+        has a deadline. ValueError when its length is not the number of rows."""
         n = len(job_ids)
         names = np.array([*pool_names, None], dtype=object)
         finished = np.frombuffer(self.finished, dtype=np.uint8).astype(bool)
@@ -121,6 +155,8 @@ class JobRecords:
             at = np.where(at >= 0, at, len(queue_names))
             cluster_queue = pa.array(labels[at], pa.string())
             wait = pa.array(_numbers(self.admitted) - submit, from_pandas=True)
+        declined = np.frombuffer(self.declined, dtype=np.uint8).astype(bool) & ~finished
+        deadline, met, tardiness = _deadline_columns(deadlines, n, finished, end)
         return pa.table(
             {
                 "job_id": pa.array(job_ids, pa.string()),
@@ -141,9 +177,39 @@ class JobRecords:
                 "lost_gpu_seconds": pa.array(_numbers(self.lost_gpu_s)),
                 "cluster_queue": cluster_queue,
                 "admission_wait_s": wait,
+                "declined": pa.array(declined, pa.bool_()),
+                "deadline": deadline,
+                "deadline_met": met,
+                "tardiness_s": tardiness,
             },
             schema=JOBS_SCHEMA,
         )
+
+
+def _deadline_columns(
+    deadlines: pa.Array | pa.ChunkedArray | None, n: int, finished: np.ndarray, end: np.ndarray
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """``deadline``, ``deadline_met`` and ``tardiness_s`` of the jobs table (module
+    docstring) from the trace's deadlines and which jobs finished when."""
+    if deadlines is None:
+        return pa.nulls(n, pa.float64()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.float64())
+    if len(deadlines) != n:
+        raise ValueError(f"{len(deadlines)} deadlines for {n} jobs")
+    column = deadlines.combine_chunks() if isinstance(deadlines, pa.ChunkedArray) else deadlines
+    values = np.asarray(
+        pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
+    )
+    has = ~np.isnan(values)  # nulls read as NaN
+    with np.errstate(invalid="ignore"):
+        late_by = end - values
+    timed = has & finished & ~np.isnan(late_by)
+    met = np.where(timed, late_by <= 0, False)
+    tardiness = np.where(timed, np.maximum(late_by, 0.0), np.nan)
+    return (
+        pa.array(np.where(has, values, np.nan), pa.float64(), from_pandas=True),
+        pa.array(met, pa.bool_(), mask=~has),
+        pa.array(tardiness, pa.float64(), from_pandas=True),
+    )
 
 
 def _numbers(column: array[float] | array[int]) -> np.ndarray:

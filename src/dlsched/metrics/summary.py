@@ -1,10 +1,17 @@
-"""The headline figures of a run (``summary.json``), computed from its per-job table."""
+"""The headline figures of a run (``summary.json``), computed from its per-job table.
+
+Every run's summary holds a ``deadlines`` block (:class:`DeadlineFigures`, keys
+:data:`DEADLINE_KEYS`): all null in a run whose trace gives no job a deadline (deadlines not
+modelled, never 0).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +47,9 @@ def summarize(
     draws ``idle_w_per_gpu``, plus ``busy_extra_w_per_gpu`` per GPU-second held by jobs.
     ``powered_gpus`` lists ``(time, GPU slots powered from then on)`` change points in time
     order (first at -inf); without it every node is powered for the whole makespan.
-    ``energy_always_on_kwh`` is the same run's energy had every node stayed on."""
+    ``energy_always_on_kwh`` is the same run's energy had every node stayed on. ``deadlines``
+    is :func:`deadline_figures` of ``jobs`` (a dict; all null without deadlines); jobs a policy
+    declined are among ``jobs_set_aside``, with its reasons."""
     status = jobs.column("status").to_numpy(zero_copy_only=False)
     done = status == "finished"
     col = {
@@ -102,6 +111,7 @@ def summarize(
         "total_gpus": total_gpus,
         "partition_gpus_used": used_gpus,
         "sim_wall_s": sim_wall_s,
+        "deadlines": deadline_figures(jobs).as_dict(),
     }
     if extra:
         summary.update(extra)
@@ -109,6 +119,94 @@ def summarize(
         k: (None if isinstance(v, float) and not math.isfinite(v) else v)
         for k, v in summary.items()
     }
+
+
+@dataclass(frozen=True)
+class DeadlineFigures:
+    """The ``deadlines`` block of a summary: how the jobs with a deadline fared.
+
+    Every field is None when no job of the run has a deadline (deadlines not modelled); else
+    the counts are numbers (0 a real 0) and each of ``jobs_with_deadline`` jobs is exactly one
+    of ``met`` (finished by its deadline: end ≤ deadline), ``missed_late`` (finished after
+    it), ``declined`` (refused by its policy's admission control) or ``not_finished`` (set aside
+    or unfinished, not declined). ``satisfaction_ratio`` is ``met / jobs_with_deadline``
+    (ElasticFlow's deadline satisfactory ratio: best-effort jobs excluded, a declined or
+    set-aside job a miss). ``tardiness_mean_s`` and ``tardiness_p99_s`` (numpy's linear
+    percentile) are over the finished jobs with a deadline, a met one's tardiness 0; None when
+    none finished. ``best_effort_jobs`` counts the jobs without a deadline;
+    ``best_effort_avg_jct_s`` is the mean JCT of those that finished (None if none did)."""
+
+    jobs_with_deadline: int | None = None
+    met: int | None = None
+    missed_late: int | None = None
+    declined: int | None = None
+    not_finished: int | None = None
+    satisfaction_ratio: float | None = None
+    tardiness_mean_s: float | None = None
+    tardiness_p99_s: float | None = None
+    best_effort_jobs: int | None = None
+    best_effort_avg_jct_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The block as ``summary.json`` holds it (keys :data:`DEADLINE_KEYS`, in order)."""
+        return dataclasses.asdict(self)
+
+
+DEADLINE_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(DeadlineFigures))
+"""The keys of a summary's ``deadlines`` block, in order."""
+
+
+def deadline_figures(jobs: pa.Table) -> DeadlineFigures:
+    """The :class:`DeadlineFigures` of a jobs table (:data:`dlsched.metrics.jobs.JOBS_SCHEMA`).
+    A table without a ``deadline`` column (from before deadlines), or in which no job has one
+    (null or NaN), gives all None. A job counts as declined only if the table says so (a
+    ``declined`` column); non-finite tardiness and JCT values are left out of the statistics."""
+    names = jobs.column_names
+    if "deadline" not in names:
+        return DeadlineFigures()
+    deadline = _floats(jobs, "deadline")
+    has = ~np.isnan(deadline)
+    if not has.any():
+        return DeadlineFigures()
+    done = jobs.column("status").to_numpy(zero_copy_only=False) == "finished"
+    end = _floats(jobs, "end_s")
+    if "declined" in names:
+        declined = np.asarray(
+            jobs.column("declined").fill_null(False).to_numpy(zero_copy_only=False), dtype=bool
+        )
+    else:
+        declined = np.zeros(jobs.num_rows, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        late_by = end - deadline
+    timed = has & done & ~np.isnan(late_by)
+    met = timed & (late_by <= 0)
+    late = timed & (late_by > 0)
+    refused = has & ~done & declined
+    tardiness = np.maximum(late_by[timed], 0.0)
+    tardiness = tardiness[np.isfinite(tardiness)]
+    jct = _floats(jobs, "jct_s")[done & ~has]
+    jct = jct[np.isfinite(jct)]
+    n = int(has.sum())
+    return DeadlineFigures(
+        jobs_with_deadline=n,
+        met=int(met.sum()),
+        missed_late=int(late.sum()),
+        declined=int(refused.sum()),
+        # Finished jobs whose end is unknown (NaN) are neither met nor late: not finished.
+        not_finished=n - int(met.sum()) - int(late.sum()) - int(refused.sum()),
+        satisfaction_ratio=float(met.sum()) / n,
+        tardiness_mean_s=_stat(tardiness, "mean"),
+        tardiness_p99_s=_stat(tardiness, "p99"),
+        best_effort_jobs=int((~has).sum()),
+        best_effort_avg_jct_s=_stat(jct, "mean"),
+    )
+
+
+def _floats(jobs: pa.Table, name: str) -> np.ndarray:
+    """Column ``name`` of ``jobs`` as float64, nulls as NaN."""
+    return np.asarray(
+        jobs.column(name).cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
+    )
 
 
 def topology_figures(summary: Mapping[str, Any]) -> dict[str, Any]:

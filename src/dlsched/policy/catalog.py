@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
 ELASTIC_POLICIES: tuple[Declared, ...] = (
     Declared(
+        "elasticflow",
+        "dlsched.elastic.policies.elasticflow",
+        "ElasticFlow",
+        "deadline-aware: admission by minimum share, marginal-return scaling, buddy placement",
+    ),
+    Declared(
         "gavel",
         "dlsched.elastic.policies.gavel",
         "Gavel",

@@ -91,6 +91,11 @@ class AllocationAdapter(ABC):
     def finished(self, job: JobView, now: float) -> None:  # noqa: B027 (optional hook)
         """``job`` finished at ``now`` (delivered before the policy's next decision)."""
 
+    def take_declined(self, pool: int) -> dict[JobView, str]:
+        """The waiting jobs of ``pool`` the last :meth:`decide` refused for good, with the
+        reason (each reported once; a declined job is no longer the policy's)."""
+        return {}
+
 
 class AllocationScheduler:
     """Runs one allocation policy over the pools of one cluster state; the same driver-facing
@@ -178,7 +183,21 @@ class AllocationScheduler:
             return EMPTY_PLAN  # nothing to run on and nothing to stop: no decision to make
         wanted = self.adapter.decide(pool, now, jobs, available)
         running = [j for j in jobs if j.running]
-        return diff(running, wanted, self.adapter.current_config)
+        plan = diff(running, wanted, self.adapter.current_config)
+        declined = self.adapter.take_declined(pool)
+        if not declined:
+            return plan
+        q = self.pools[pool]
+        for job in declined:
+            if job.running or job in wanted:
+                raise ValueError(
+                    f"policy {self.name!r} declined job {job.job_id!r} but runs it; only a "
+                    "waiting job can be declined"
+                )
+            del self.active[pool][job]
+            q.pending_jobs -= 1
+            q.pending_gpus -= job.gpus
+        return plan._replace(declines=tuple(declined.items()))
 
 
 def displaced(

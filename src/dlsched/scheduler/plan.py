@@ -54,9 +54,13 @@ class Plan(NamedTuple):
     preempts: tuple[JobView, ...] = ()
     wake_at: float | None = None
     resizes: tuple[Resize, ...] = ()
+    declines: tuple[tuple[JobView, str], ...] = ()
+    """Waiting jobs the policy's admission control refuses for good, with the reason: they
+    leave the run unfinished (e.g. ElasticFlow declining a job whose deadline it cannot
+    meet)."""
 
     def __bool__(self) -> bool:
-        return bool(self.starts or self.preempts or self.resizes)
+        return bool(self.starts or self.preempts or self.resizes or self.declines)
 
 
 EMPTY_PLAN = Plan()

@@ -31,6 +31,7 @@ class JobView(Protocol):
         """When the job should have finished (absolute seconds on the submit clock); None for a
         best-effort job."""
         ...
+
     @property
     def pool(self) -> int: ...
     @property

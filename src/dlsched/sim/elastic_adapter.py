@@ -65,6 +65,7 @@ class ElasticAdapter(AllocationAdapter):
                 policy.bind(view, perf, seed)
             self.policies.append(policy)
         self.name = self.policies[0].name
+        self._declined: list[dict[JobView, str]] = [{} for _ in range(state.num_pools)]
         self._given: dict[JobView, Allocation] = {}
         self._finished: list[list[FinishedInfo]] = [[] for _ in range(state.num_pools)]
 
@@ -78,6 +79,11 @@ class ElasticAdapter(AllocationAdapter):
         if not view.nodes:
             return f"pool {self.state.pool_names[pool]!r} has no GPUs"
         return self.policies[pool].never_fits(job.ext.application, job.ext.requested_gpus, view)
+
+    def take_declined(self, pool: int) -> dict[JobView, str]:
+        out = self._declined[pool]
+        self._declined[pool] = {}
+        return out
 
     def current_config(self, job: JobView) -> JobConfig | None:
         assert isinstance(job, SimJob)
@@ -118,6 +124,7 @@ class ElasticAdapter(AllocationAdapter):
             throughputs=MappingProxyType({n: tuple(v) for n, v in ext.throughputs.items()}),
             metrics=tuple(ext.metrics),
             samples_at_epoch=tuple(ext.samples_at_epoch),
+            deadline=job.deadline,
         )
 
     def decide(
@@ -142,6 +149,10 @@ class ElasticAdapter(AllocationAdapter):
         infos = [self.info(job, now, job in moved) for job in sims]
         answer = decide_round(policy, now, infos, view)
         by_name = {job.job_id: job for job in sims}
+        for name, reason in policy.take_declined().items():
+            if name not in by_name:
+                raise ValueError(f"policy {policy.name!r} declined {name!r}, not an active job")
+            self._declined[pool][by_name[name]] = f"declined by {policy.name}: {reason}"
         counts: dict[JobView, dict[int, int]] = {}
         for name, alloc in answer.items():
             counts[by_name[name]] = {members[pos]: k for pos, k in alloc.gpus}

@@ -332,7 +332,9 @@ class Simulator:
                 "waiting with nothing running and nothing left to happen"
             )
         wall = wallclock.perf_counter() - started
-        jobs = self.records.to_table(self._ids, self.state.pool_names)
+        jobs = self.records.to_table(
+            self._ids, self.state.pool_names, self.trace.column("deadline")
+        )
         start = self._submit[0] if self._submit else 0.0
         end = max(self.engine.now, start)
         timeline = self.timeline.to_table(start, end)
@@ -906,6 +908,8 @@ class Simulator:
 
     # ---- applying a plan -----------------------------------------------------------------
     def _apply(self, plan: Plan, now: float) -> None:
+        if plan.declines:
+            self._decline(plan.declines, now)
         if not (plan.preempts or plan.resizes or self._co_located):
             # Starts alone, and no job's rate depends on another's: the common case, kept short.
             sched_of = self.groups
@@ -954,6 +958,17 @@ class Simulator:
                 changed.update(n for n, _ in start.placement)
         if changed:
             self._rerate(self.models[PS].affected(changed), now)  # type: ignore[union-attr]
+
+    def _decline(self, declines: Sequence[tuple[Any, str]], now: float) -> None:
+        """Waiting jobs a policy's admission control refused (its scheduler has dropped
+        them): recorded as declined; the run ends when nothing else is left."""
+        for job, reason in declines:
+            assert isinstance(job, SimJob) and not job.running
+            job.status = DONE
+            self.records.decline(job.row, reason, job.gpus, job.submit_time)
+            self._live -= 1
+        if self._live == 0 and self._next_row >= len(self._submit):
+            self.engine.stop()
 
     def _book_start(self, job: SimJob, placement: Placement) -> None:
         """Bookkeeping of a start some runs need: GPUs per group, jobs per node, node use."""

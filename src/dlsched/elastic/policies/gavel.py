@@ -45,6 +45,9 @@ class Gavel(ElasticPolicy):
 
     def never_fits(self, application: str, gpus: int, cluster: ClusterView) -> str | None:
         """A job runs on one GPU type at a time: it must fit the largest type."""
+        reason = super().never_fits(application, gpus, cluster)
+        if reason is not None:
+            return reason
         sizes = {v: cluster.size_of_variant(v) for v in cluster.variants}
         best = max(sizes, key=lambda v: sizes[v])
         if gpus > sizes[best]:
