@@ -121,6 +121,7 @@ SESSIONS = {
         slow=True,
         long=True,
     ),
+    "deadlines": Session(("Deadlines: which jobs finish in time?",), shared=True),
     "topology": Session(
         ("Network topology: racks, blocks and topology-aware placement",),
         page="docs/reference/tenancy.md",
