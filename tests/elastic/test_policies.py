@@ -19,8 +19,9 @@ from dlsched.sim.config import SimConfig
 from dlsched.sim.groups import PolicyChoiceError
 from dlsched.sim.kinds import KindError
 from dlsched.sim.simulator import simulate
-from dlsched.trace.schema import JobSpec, Trace
+from dlsched.trace.schema import Trace
 from tests.elastic.helpers import MIXED, job_at, register, run, trace_of
+from tests.elastic.test_table_jobs import table_job
 
 SMALL = [("ncf", 0.0, 2), ("ncf", 60.0, 4), ("cifar10", 90.0, 2), ("ncf", 200.0, 1)]
 ORDERING = ["fifo", "tiresias"]
@@ -80,17 +81,7 @@ def test_table_contract(policy: str) -> None:
     """Every policy that runs ElasticFlow table jobs finishes this workload, within the
     cluster, reporting deadline figures consistent with the jobs table."""
     jobs = [
-        JobSpec(
-            job_id=f"j{i}",
-            submit_time=submit,
-            num_gpus=gpus,
-            application=f"elasticflow/{model}",
-            batch_size=batch,
-            work=iterations,
-            work_unit="iterations",
-            kind="elastic",
-            deadline=deadline,
-        )
+        table_job(f"j{i}", submit, gpus, iterations, deadline, model, batch)
         for i, (model, batch, submit, gpus, iterations, deadline) in enumerate(TABLE_SMALL)
     ]
     result = simulate(Trace.from_jobs(jobs), resolve_cluster("2x4"), SimConfig(policy=policy))
