@@ -33,6 +33,7 @@ from dlsched.perf.model import ELASTIC, ProgressModel
 from dlsched.perf.perfbook import PerfBook, check_application
 from dlsched.perf.profiles import ValidationCurve, load_profile
 from dlsched.perf.throughput_tables import (
+    TableError,
     ThroughputCurve,
     is_table_application,
     table_class,
@@ -153,8 +154,6 @@ def _table_state(
     iterations: float | None,
     variants: Sequence[str],
 ) -> ElasticState:
-    from dlsched.perf.throughput_tables import TableError
-
     if iterations is None or not (iterations > 0 and math.isfinite(iterations)):
         raise TableError(
             f"{application}: work {iterations!r}: expected a positive number of iterations"
@@ -185,14 +184,13 @@ def _table_state(
     )
 
 
-def table_rate(ext: ElasticState, gpus: int) -> float:
-    """Iterations per second of table job ``ext`` at ``gpus`` GPUs on the GPU classes of
-    ``ext.variants`` (the slowest); 0 at a count no table measured."""
-    assert ext.tables is not None
+def table_rate(tables: dict[str, ThroughputCurve], variants: Sequence[str], gpus: int) -> float:
+    """Iterations per second of a table job with curves ``tables`` (by GPU class) at ``gpus``
+    GPUs on nodes of ``variants`` (the slowest class); 0 at a count no table measured."""
     rates = []
-    for variant in dict.fromkeys(ext.variants):
+    for variant in dict.fromkeys(variants):
         gpu_class = table_class(variant)
-        curve = ext.tables.get(gpu_class) if gpu_class is not None else None
+        curve = tables.get(gpu_class) if gpu_class is not None else None
         rate = curve.rate(gpus) if curve is not None else None
         rates.append(0.0 if rate is None else rate)
     return min(rates, default=0.0)
@@ -249,7 +247,7 @@ class ElasticModel(ProgressModel):
         s = ext.setting
         assert s is not None
         if ext.tables is not None:
-            job.rate = table_rate(ext, ext.gpus)
+            job.rate = table_rate(ext.tables, ext.variants, ext.gpus)
             ext.sample_rate = job.rate * ext.requested_bsz
             ext.rate_changes.append((now, ext.sample_rate))
             job.boundary = ext.eff.total_progress

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from dlsched.cluster.state import ClusterState
@@ -58,9 +57,7 @@ def kind_summary(
             continue
         ext: ElasticState = job.ext
         if ext.tables is not None:
-            alone = ext.eff.total_progress / table_rate(
-                replace(ext, variants=(main,)), ext.requested_gpus
-            )
+            alone = ext.eff.total_progress / table_rate(ext.tables, (main,), ext.requested_gpus)
         else:
             alone = model.perf.isolated_time(
                 ext.application, main, ext.requested_gpus, ext.requested_bsz, per_node[main]

@@ -41,7 +41,7 @@ from dlsched.perf.elastic_progress import ElasticModel, new_state
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID, ProgressModel, ReplayModel
 from dlsched.perf.perfbook import PerfBook, variant_for_gpu_type
 from dlsched.perf.profiles import APPLICATIONS
-from dlsched.perf.throughput_tables import TableError
+from dlsched.perf.throughput_tables import TableError, is_table_application
 from dlsched.placement.registry import create_placer
 from dlsched.power.registry import create_power_manager
 from dlsched.progress import ProgressFn
@@ -555,8 +555,11 @@ class Simulator:
             )
             batch = k.batch_size[row]
             assert batch is not None
-            nodes = self.state.pool_nodes[pool] if pool >= 0 else range(len(self.state.node_gpus))
-            variants = [model.node_variants[n] for n in nodes if self.state.node_gpus[n] > 0]
+            variants: list[str] = []
+            if is_table_application(app):  # only a table job reads its nodes' GPU classes
+                gpus = self.state.node_gpus
+                nodes = self.state.pool_nodes[pool] if pool >= 0 else range(len(gpus))
+                variants = [model.node_variants[n] for n in nodes if gpus[n] > 0]
             state = new_state(model.perf, app, self._gpus[row], batch, self._work[row], variants)
             return state, state.eff.total_progress
         samples = self._work[row] if self._work_unit[row] == "samples" else None
