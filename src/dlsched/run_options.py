@@ -107,6 +107,14 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
         "selection",
     ),
     _o(
+        "workloads",
+        "str",
+        None,
+        "lucid: give every GPU job that names no application a workload (model, batch size, "
+        "precision) drawn from the Lucid co-location profiles (with --seed), for interference.",
+        "selection",
+    ),
+    _o(
         "policy",
         "str",
         "fifo",
@@ -246,7 +254,7 @@ AXES: tuple[str, ...] = tuple(o.name for o in RUN_OPTIONS if o.axis)
 BACKFILL_OPTION = "allow_backfill"
 PRESET_FIXES: tuple[str, ...] = ("trace", "cluster", "placement", "trace_format", "skip_bad_rows")
 PRESET_FIXES += ("start", "end", "vc", "gpu_only", "subsample", "submit_scale")
-PRESET_FIXES += ("deadlines", "best_effort")
+PRESET_FIXES += ("deadlines", "best_effort", "workloads")
 """What a preset sets itself: giving one of these beside ``--preset`` is refused."""
 
 
@@ -360,6 +368,7 @@ def experiment_from(given: Mapping[str, Any]) -> Experiment:
         submit_scale=v["submit_scale"],
         deadlines=v["deadlines"],
         best_effort=v["best_effort"],
+        workloads=v["workloads"],
     )
     return Experiment(
         v["trace"], v["cluster"], config, selection, v["trace_format"], v["skip_bad_rows"]

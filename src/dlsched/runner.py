@@ -29,7 +29,8 @@ class Selection:
     field order: window, VCs, GPU jobs only, subsample, time scaling, deadlines (``deadlines``
     = ``"LOW:HIGH"``: every job's deadline becomes submit + U(LOW, HIGH) × its run time, and
     with probability ``best_effort`` none; :func:`dlsched.trace.transforms.with_deadlines`
-    with the run's seed).
+    with the run's seed), workloads (``workloads``: a profiled workload for every GPU job that
+    names none, :func:`dlsched.trace.transforms.with_workloads`).
 
     A selection that leaves no job of a trace that had some raises ValueError naming the
     option: a run of nothing is never a result. Messages name the command-line options."""
@@ -43,10 +44,16 @@ class Selection:
     duration_scale: float = 1.0
     deadlines: str | None = None
     best_effort: float = 0.0
+    workloads: str | None = None
 
     def check(self) -> None:
         """ValueError for values no trace can honour."""
         self.deadline_bounds()
+        if self.workloads is not None and self.workloads not in transforms.WORKLOAD_PROFILES:
+            raise ValueError(
+                f"--workloads {self.workloads}: expected one of "
+                f"{', '.join(transforms.WORKLOAD_PROFILES)}"
+            )
         if self.subsample is not None:
             if not (self.subsample > 0 and math.isfinite(self.subsample)):
                 raise ValueError(
@@ -104,6 +111,8 @@ class Selection:
                 trace = transforms.with_deadlines(trace, *bounds, seed, self.best_effort)
             except ValueError as e:
                 raise ValueError(f"--deadlines {self.deadlines}: {e}") from None
+        if self.workloads is not None:
+            trace = transforms.with_workloads(trace, self.workloads, seed)
         return trace
 
     def _window_text(self, trace: Trace) -> str:

@@ -95,7 +95,16 @@ def convert(
         float,
         typer.Option(help="With --deadlines: the probability that a job gets no deadline."),
     ] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for --subsample and --deadlines.")] = 0,
+    workloads: Annotated[
+        str | None,
+        typer.Option(
+            help="lucid: give every GPU job that names no application a workload drawn from "
+            "the Lucid co-location profiles."
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed for --subsample, --deadlines and --workloads.")
+    ] = 0,
     force: ForceOpt = False,
 ) -> None:
     """Convert a trace to dlsched's native Parquet format, optionally selecting jobs; a request
@@ -118,6 +127,7 @@ def convert(
                 "--duration-scale": None if duration_scale == 1.0 else duration_scale,
                 "--deadlines": deadlines,
                 "--best-effort": None if best_effort == 0.0 else best_effort,
+                "--workloads": workloads,
             }  # fmt: skip
             chosen = [flag for flag, value in given.items() if value is not None]
             if chosen:
@@ -140,6 +150,7 @@ def convert(
             duration_scale,
             deadlines,
             best_effort,
+            workloads,
         )
         selection.check()
         result = read_trace(source, trace_format, skip_bad_rows=skip_bad_rows)

@@ -11,6 +11,9 @@ Contracts:
   CPU or memory twice; it never leaves the state half-changed.
 - Inside :meth:`ClusterState.tentative` every change is undone on exit, so a scheduling cycle can
   try placements without changing what the driver sees afterwards.
+- Time-sharing (co-location): :meth:`ClusterState.join` lets a second job run on GPUs that one job
+  holds whole, never more than two jobs per GPU. Whichever of the two stops first calls
+  :meth:`ClusterState.leave` (the GPUs stay held by the other); the last one releases them.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ one entry with no GPU indices."""
 Split = tuple[tuple[float, float], ...]
 """CPUs and memory (MiB) a job takes on each entry of its placement, when they are not in
 proportion to its GPUs there (a parameter-server job's PS tasks hold CPUs and memory only)."""
+
+
+# Operations of the undo log of a tentative block.
+_RELEASE, _ALLOCATE, _JOIN, _LEAVE = 0, 1, 2, 3
 
 
 class OverCommitError(RuntimeError):
@@ -106,7 +113,9 @@ class ClusterState:
         self._bucket_limit = [2 * len(members) + 16 for members in self.pool_nodes]
         # Nodes with a GPU that is partly shared: candidates for fractional best fit.
         self.partial_nodes: list[dict[int, None]] = [{} for _ in range(npools)]
-        self._undo: list[tuple[bool, Placement, int, float, float, Split | None]] | None = None
+        # GPUs (node, index) two jobs time-share; the second job's CPUs and memory are its own.
+        self.shared: set[tuple[int, int]] = set()
+        self._undo: list[tuple[int, Placement, int, float, float, Split | None]] | None = None
         self._fit_cache: dict[tuple[int, Demand], str | None] = {}
         self._max_typed: dict[tuple[int, str], int] = {}
 
@@ -280,7 +289,7 @@ class ClusterState:
             if milli != WHOLE:
                 self._refresh_partial(node)
         if self._undo is not None:
-            self._undo.append((True, placement, milli, cpus, memory_mib, None))
+            self._undo.append((_ALLOCATE, placement, milli, cpus, memory_mib, None))
 
     def release(
         self,
@@ -295,13 +304,18 @@ class ClusterState:
             self._release_split(placement, milli, split)
             return
         free_milli, up = self.free_milli, self.node_up
+        shared = self.shared
         for node, gpu_ids in placement:
             fm = free_milli[node]
             for g in gpu_ids:
                 if fm[g] + milli > WHOLE:
                     raise OverCommitError(f"GPU {g} of {self.node_names[node]} released twice")
+                if shared and (node, g) in shared:
+                    raise OverCommitError(
+                        f"GPU {g} of {self.node_names[node]} is time-shared: leave() it first"
+                    )
         if self._undo is not None:
-            self._undo.append((False, placement, milli, cpus, memory_mib, None))
+            self._undo.append((_RELEASE, placement, milli, cpus, memory_mib, None))
         total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
         total = total or 1
         extras = cpus > 0 or memory_mib > 0
@@ -326,6 +340,54 @@ class ClusterState:
             if milli != WHOLE:
                 self._refresh_partial(node)
 
+    def can_join(self, placement: Placement, cpus: float, memory_mib: float) -> bool:
+        """Whether a job of ``cpus`` and ``memory_mib`` may time-share the GPUs of
+        ``placement``: each is held whole by one job and not shared yet, and the nodes are up
+        with the job's CPUs and memory free (split over them in proportion to GPUs)."""
+        if not placement or any(not g for _, g in placement):
+            return False
+        total = sum(len(g) for _, g in placement)
+        for node, gpu_ids in placement:
+            if not self.node_up[node]:
+                return False
+            fm = self.free_milli[node]
+            if any(fm[g] != 0 or (node, g) in self.shared for g in gpu_ids):
+                return False
+            part = len(gpu_ids) / total
+            if self.free_cpus[node] < cpus * part - 1e-9 or (
+                self.free_mem[node] < memory_mib * part - 1e-9
+            ):
+                return False
+        return True
+
+    def join(self, placement: Placement, cpus: float, memory_mib: float) -> None:
+        """A second job time-shares the GPUs of ``placement`` (see :meth:`can_join`), taking
+        its CPUs and memory. Raises :class:`OverCommitError` (changing nothing) otherwise."""
+        if not self.can_join(placement, cpus, memory_mib):
+            raise OverCommitError(f"GPUs {placement} cannot take a second job")
+        total = sum(len(g) for _, g in placement)
+        for node, gpu_ids in placement:
+            self.shared.update((node, g) for g in gpu_ids)
+            part = len(gpu_ids) / total
+            self.free_cpus[node] -= cpus * part
+            self.free_mem[node] -= memory_mib * part
+        if self._undo is not None:
+            self._undo.append((_JOIN, placement, WHOLE, cpus, memory_mib, None))
+
+    def leave(self, placement: Placement, cpus: float, memory_mib: float) -> None:
+        """The first of two jobs time-sharing ``placement`` stops: the GPUs stay held by the
+        other; this job's CPUs and memory come back."""
+        if any((node, g) not in self.shared for node, gpu_ids in placement for g in gpu_ids):
+            raise OverCommitError(f"GPUs {placement} are not time-shared")
+        total = sum(len(g) for _, g in placement)
+        for node, gpu_ids in placement:
+            self.shared.difference_update((node, g) for g in gpu_ids)
+            part = len(gpu_ids) / total
+            self.free_cpus[node] = min(self.cpu_cap[node], self.free_cpus[node] + cpus * part)
+            self.free_mem[node] = min(self.mem_cap[node], self.free_mem[node] + memory_mib * part)
+        if self._undo is not None:
+            self._undo.append((_LEAVE, placement, WHOLE, cpus, memory_mib, None))
+
     def _allocate_split(self, placement: Placement, milli: int, split: Split) -> None:
         if len(split) != len(placement):
             raise ValueError(f"split has {len(split)} entries for {len(placement)} nodes")
@@ -340,14 +402,14 @@ class ClusterState:
         for (node, gpu_ids), (cpus, mem) in zip(placement, split, strict=True):
             self._take(node, gpu_ids, milli, cpus, mem)
         if self._undo is not None:
-            self._undo.append((True, placement, milli, 0.0, 0.0, split))
+            self._undo.append((_ALLOCATE, placement, milli, 0.0, 0.0, split))
 
     def _release_split(self, placement: Placement, milli: int, split: Split) -> None:
         for node, gpu_ids in placement:
             if any(self.free_milli[node][g] + milli > WHOLE for g in gpu_ids):
                 raise OverCommitError(f"GPUs of {self.node_names[node]} released twice")
         if self._undo is not None:
-            self._undo.append((False, placement, milli, 0.0, 0.0, split))
+            self._undo.append((_RELEASE, placement, milli, 0.0, 0.0, split))
         for (node, gpu_ids), (cpus, mem) in zip(placement, split, strict=True):
             self._take(node, gpu_ids, -milli, -cpus, -mem)
 
@@ -395,11 +457,15 @@ class ClusterState:
         undo, self._undo = self._undo, None
         if undo is None:
             raise RuntimeError("rollback() without begin_tentative()")
-        for was_allocate, placement, milli, cpus, mem, split in reversed(undo):
-            if was_allocate:
+        for op, placement, milli, cpus, mem, split in reversed(undo):
+            if op == _ALLOCATE:
                 self.release(placement, milli, cpus, mem, split)
-            else:
+            elif op == _RELEASE:
                 self.allocate(placement, milli, cpus, mem, split)
+            elif op == _JOIN:
+                self.leave(placement, cpus, mem)
+            else:
+                self.join(placement, cpus, mem)
 
     @contextmanager
     def tentative(self) -> Iterator[ClusterState]:

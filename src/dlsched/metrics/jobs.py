@@ -8,7 +8,12 @@ admission (:meth:`JobRecords.decline`); such a job is also ``set_aside``, with t
 reason. ``deadline_met`` is null for a job without a deadline, else True iff the job finished
 and ``end_s <= deadline`` (False for a declined, set-aside or unfinished job);
 ``tardiness_s`` is ``max(0, end_s - deadline)`` for a finished job with a deadline, null
-otherwise."""
+otherwise.
+
+Co-location: ``colocated_s`` is the time a job time-shared its GPUs with another job and
+``interference_s`` the progress it lost to that (shared time × (1 − its co-located speed)), in
+seconds; both null in a run whose policy does not co-locate. A GPU two jobs time-share is charged
+half to each in ``gpu_seconds``."""
 
 from __future__ import annotations
 
@@ -46,6 +51,8 @@ JOBS_SCHEMA = pa.schema(
         pa.field("deadline", pa.float64()),
         pa.field("deadline_met", pa.bool_()),
         pa.field("tardiness_s", pa.float64()),
+        pa.field("colocated_s", pa.float64()),
+        pa.field("interference_s", pa.float64()),
     ]
 )
 FINISHED, SET_ASIDE = "finished", "set_aside"
@@ -134,10 +141,13 @@ class JobRecords:
         job_ids: list[str],
         pool_names: tuple[str, ...],
         deadlines: pa.Array | pa.ChunkedArray | None = None,
+        colocation: tuple[dict[int, float], dict[int, float]] | None = None,
     ) -> pa.Table:
         """The jobs table (:data:`JOBS_SCHEMA`), one row per trace row. ``deadlines`` is the
         trace's ``deadline`` column (one value per row; null or NaN: none); without it no job
-        has a deadline. ValueError when its length is not the number of rows."""
+        has a deadline. ValueError when its length is not the number of rows. ``colocation``:
+        seconds shared and lost to interference by row (a row absent: 0), in a run that
+        co-locates."""
         n = len(job_ids)
         names = np.array([*pool_names, None], dtype=object)
         finished = np.frombuffer(self.finished, dtype=np.uint8).astype(bool)
@@ -157,6 +167,14 @@ class JobRecords:
             wait = pa.array(_numbers(self.admitted) - submit, from_pandas=True)
         declined = np.frombuffer(self.declined, dtype=np.uint8).astype(bool) & ~finished
         deadline, met, tardiness = _deadline_columns(deadlines, n, finished, end)
+        if colocation is None:
+            shared: pa.Array = pa.nulls(n, pa.float64())
+            lost: pa.Array = pa.nulls(n, pa.float64())
+        else:
+            shared, lost = (
+                pa.array([by_row.get(i, 0.0) for i in range(n)], pa.float64())
+                for by_row in colocation
+            )
         return pa.table(
             {
                 "job_id": pa.array(job_ids, pa.string()),
@@ -181,6 +199,8 @@ class JobRecords:
                 "deadline": deadline,
                 "deadline_met": met,
                 "tardiness_s": tardiness,
+                "colocated_s": shared,
+                "interference_s": lost,
             },
             schema=JOBS_SCHEMA,
         )

@@ -273,3 +273,25 @@ def baseline_comparison(managed: dict[str, Any], baseline: dict[str, Any]) -> di
         "baseline_avg_jct_s": baseline["avg_jct_s"],
         "extra_jct_fraction": fraction(extra_jct, baseline["avg_jct_s"]),
     }
+
+
+def colocation_figures(jobs: pa.Table, pairs: int | None) -> dict[str, Any]:
+    """The ``colocation`` block of a summary. ``pairs``: how many times two jobs began
+    time-sharing GPUs, None when the run's policy does not co-locate (then every figure is
+    None). ``jobs_colocated``: finished jobs that shared at some point; ``colocated_s`` and
+    ``interference_s``: their seconds shared and of progress lost to interference, summed;
+    ``mean_shared_speed``: 1 − lost / shared over all of them (None when nobody shared)."""
+    keys = ("pairs", "jobs_colocated", "colocated_s", "interference_s", "mean_shared_speed")
+    if pairs is None or "colocated_s" not in jobs.column_names:
+        return dict.fromkeys(keys)
+    done = jobs.column("status").to_numpy(zero_copy_only=False) == "finished"
+    shared = _floats(jobs, "colocated_s")[done]
+    lost = _floats(jobs, "interference_s")[done]
+    total, lost_total = float(np.nansum(shared)), float(np.nansum(lost))
+    return {
+        "pairs": pairs,
+        "jobs_colocated": int((shared > 0).sum()),
+        "colocated_s": total,
+        "interference_s": lost_total,
+        "mean_shared_speed": 1.0 - lost_total / total if total > 0 else None,
+    }

@@ -25,12 +25,15 @@ class JobConfig:
 class Start(NamedTuple):
     """Start (or resume) ``job`` on ``placement``, configured by ``config`` (None: as the job
     asked); ``split`` gives the CPUs and memory per placement entry when they are not in
-    proportion to the GPUs there (see :data:`dlsched.cluster.state.Split`)."""
+    proportion to the GPUs there (see :data:`dlsched.cluster.state.Split`). With ``partner``
+    the job time-shares the partner's GPUs (``placement`` is the partner's; both run slower as
+    the run's interference model says; see :mod:`dlsched.scheduler.colocation`)."""
 
     job: JobView
     placement: Placement
     config: JobConfig | None = None
     split: Split | None = None
+    partner: JobView | None = None
 
 
 class Resize(NamedTuple):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from dlsched.cluster.state import ClusterState
 from dlsched.perf.model import ELASTIC, KIND_NAMES, PS, RIGID
 from dlsched.placement.base import Placer
+from dlsched.policy.base import Policy
 from dlsched.policy.catalog import PS_POLICIES, elastic_policies
 from dlsched.policy.catalog import policy_catalog as policy_catalog  # dlsched's API
 from dlsched.policy.registry import create_policy, policies
@@ -157,6 +158,18 @@ def check_placement(groups: Iterable[Group], placement: str) -> None:
         )
 
 
+def _ordering_scheduler(policy: Policy, placer: Placer, state: ClusterState) -> Scheduler:
+    """The scheduler of an ordering policy: the co-location cycle for a policy that packs."""
+    from dlsched.policy.colocation import CoLocatingPolicy
+
+    if isinstance(policy, CoLocatingPolicy):
+        from dlsched.perf.interference import lucid_interference
+        from dlsched.scheduler.colocation import CoLocationScheduler
+
+        return CoLocationScheduler(policy, placer, state, lucid_interference())
+    return Scheduler(policy, placer, state)
+
+
 def build_groups(
     kinds: Iterable[int],
     policy: str,
@@ -186,7 +199,7 @@ def build_groups(
                 group_of[kind] = by_name[name]
                 continue
             pol = create_policy(name, options_for(kind, default, options))
-            sched = Scheduler(pol, placer, state)
+            sched = _ordering_scheduler(pol, placer, state)
             groups.append(Group(name, (kind,), sched, True, 0))
             by_name[name] = len(groups) - 1
             group_of[kind] = len(groups) - 1

@@ -32,7 +32,12 @@ from dlsched.cluster.spec import ClusterSpec
 from dlsched.cluster.state import WHOLE, ClusterState, Demand, OverCommitError, Placement
 from dlsched.cluster.topology import TIER_NAMES, placement_tier
 from dlsched.metrics.jobs import JobRecords
-from dlsched.metrics.summary import baseline_comparison, makespan_window, summarize
+from dlsched.metrics.summary import (
+    baseline_comparison,
+    colocation_figures,
+    makespan_window,
+    summarize,
+)
 from dlsched.metrics.timeline import TimelineRecorder
 from dlsched.perf.comm import TierComm, check_comm_model
 from dlsched.perf.duration.base import DurationEstimator
@@ -46,6 +51,7 @@ from dlsched.placement.registry import create_placer
 from dlsched.power.registry import create_power_manager
 from dlsched.progress import ProgressFn
 from dlsched.scheduler.allocation import AllocationScheduler
+from dlsched.scheduler.colocation import CoLocationScheduler
 from dlsched.scheduler.cycle import Scheduler
 from dlsched.scheduler.plan import EMPTY_PLAN, Plan
 from dlsched.sim.config import RestartCost, SimConfig
@@ -56,6 +62,7 @@ from dlsched.sim.job import DONE, PENDING, RUNNING, KindJob, SimJob
 from dlsched.sim.kinds import KindColumns, check_elastic, kind_columns, ps_job
 from dlsched.sim.power_states import NodePower
 from dlsched.sim.report import kind_summary
+from dlsched.sim.sharing import Sharing
 from dlsched.trace.schema import Trace
 
 if TYPE_CHECKING:
@@ -223,8 +230,15 @@ class Simulator:
         self._cycle = self._run_plain_cycle if plain else self._run_cycle
         self._sample = self._sample_one if not self._multi else self._sample_groups
         self._intervals = [g.scheduler.interval for g in self.groups]
-        # Only parameter-server jobs' rates depend on other jobs (shared links).
+        # Only parameter-server jobs' rates depend on other jobs (shared links)...
         self._co_located = self.models[PS] is not None
+        # ...and jobs time-sharing GPUs, when a co-locating policy packs them.
+        self.sharing: Sharing | None = None
+        for g in self.groups:
+            if isinstance(g.scheduler, CoLocationScheduler):
+                if self.sharing is None:
+                    self.sharing = Sharing(g.scheduler.interference, trace.table, record_segments)
+                g.scheduler.workload_of = self.sharing.workload_of
         npools = self.state.num_pools
         self._held = [[0.0] * npools for _ in self.groups]
         # An ordering group run by events cycles after every instant with events, which
@@ -332,8 +346,12 @@ class Simulator:
                 "waiting with nothing running and nothing left to happen"
             )
         wall = wallclock.perf_counter() - started
+        sharing = self.sharing
         jobs = self.records.to_table(
-            self._ids, self.state.pool_names, self.trace.column("deadline")
+            self._ids,
+            self.state.pool_names,
+            self.trace.column("deadline"),
+            None if sharing is None else (sharing.shared_s, sharing.lost_s),
         )
         start = self._submit[0] if self._submit else 0.0
         end = max(self.engine.now, start)
@@ -372,6 +390,7 @@ class Simulator:
             )
         )
         summary.update(self._topology_summary())
+        summary["colocation"] = colocation_figures(jobs, None if sharing is None else sharing.pairs)
         tenants: pa.Table | None = None
         kueue: str | None = None
         if self.admission is None:
@@ -913,7 +932,7 @@ class Simulator:
     def _apply(self, plan: Plan, now: float) -> None:
         if plan.declines:
             self._decline(plan.declines, now)
-        if not (plan.preempts or plan.resizes or self._co_located):
+        if not (plan.preempts or plan.resizes or self._co_located or self.sharing):
             # Starts alone, and no job's rate depends on another's: the common case, kept short.
             sched_of = self.groups
             for start in plan.starts:
@@ -955,7 +974,11 @@ class Simulator:
         for start in plan.starts:
             job = start.job
             assert isinstance(job, SimJob)
-            self._run_on(job, start.placement, start.config, start.split, now)
+            mate = start.partner
+            self._run_on(job, start.placement, start.config, start.split, now, mate is not None)
+            if mate is not None:
+                assert isinstance(mate, SimJob) and self.sharing is not None
+                self.sharing.pair(job, mate, now, self._set_speed)
             sched_of[job.group].scheduler.on_started(job)
             if track:
                 changed.update(n for n, _ in start.placement)
@@ -1002,12 +1025,22 @@ class Simulator:
                 self.power.node_freed(node, now)
 
     def _run_on(
-        self, job: SimJob, placement: Placement, config: Any, split: Any, now: float
+        self,
+        job: SimJob,
+        placement: Placement,
+        config: Any,
+        split: Any,
+        now: float,
+        joining: bool = False,
     ) -> None:
-        """Give ``job`` its GPUs and start its progress after its restart cost: the first
-        start's, or a restart's (a resume or a move, counted in ``restarts``)."""
+        """Give ``job`` its GPUs (``joining``: time-share those of the job holding them) and
+        start its progress after its restart cost: the first start's, or a restart's (a resume
+        or a move, counted in ``restarts``)."""
         d = job.demand
-        self.state.allocate(placement, d.milli, d.cpus, d.memory_mib, split)
+        if joining:
+            self.state.join(placement, d.cpus, d.memory_mib)
+        else:
+            self.state.allocate(placement, d.milli, d.cpus, d.memory_mib, split)
         job.placement = placement
         job.status = RUNNING
         if self._pods_ready:
@@ -1072,6 +1105,20 @@ class Simulator:
             model.rerate(job)
             self._schedule_boundary(job)
 
+    def _set_speed(self, job: SimJob, speed: float, now: float) -> None:
+        """A running rigid job's rate becomes ``speed`` × its rate alone on its placement (a
+        partner started or stopped time-sharing its GPUs); its finish is re-planned."""
+        assert job.placement is not None and not job.kind
+        job.bank(now, self.config.checkpoint.interval_s)
+        app = self._applications[job.row] if self.comm is not None else None
+        alone = 1.0 if self.comm is None else self.comm.rate(job.placement, app)
+        job.rate = alone * speed
+        job.epoch += 1
+        start = job.seg_start if job.seg_start > now else now
+        self.engine.schedule(
+            start + (job.work - job.done) / job.rate, P_FINISH, self._on_finish, (job, job.epoch)
+        )
+
     def _schedule_boundary(self, job: SimJob) -> None:
         now = self.engine.now
         at = (job.seg_start if job.seg_start > now else now) + (job.boundary - job.done) / job.rate
@@ -1093,7 +1140,12 @@ class Simulator:
         weight = job.gpu_weight()
         job.held_gpu_s += (now - job.seg_begin) * weight
         job.attained_base += (now - job.seg_begin) * (job.held if job.kind else job.gpus)
-        self.state.release(job.placement, d.milli, d.cpus, d.memory_mib, job.split)
+        mate = None if self.sharing is None else self.sharing.unpair(job, now)
+        if mate is None:
+            self.state.release(job.placement, d.milli, d.cpus, d.memory_mib, job.split)
+        else:
+            self.state.leave(job.placement, d.cpus, d.memory_mib)
+            self._set_speed(mate, 1.0, now)
         if self._book or self.segments is not None:
             self._book_stop(job, now, weight)
         if job.kind:

@@ -47,14 +47,17 @@ SCHEMA = pa.schema(
         pa.field("max_gpus", pa.int32()),
         pa.field("max_servers", pa.int32()),
         pa.field("deadline", pa.float64()),
+        pa.field("amp", pa.bool_()),
     ],
-    metadata={"dlsched.schema": "3"},
+    metadata={"dlsched.schema": "4"},
 )
 OPTIONAL_SINCE_V2 = ("kind", "num_servers", "max_gpus", "max_servers")
 """Fields added in schema 2 (job kinds)."""
 OPTIONAL_SINCE_V3 = ("deadline",)
 """Fields added in schema 3 (deadlines)."""
-ADDED_FIELDS = OPTIONAL_SINCE_V2 + OPTIONAL_SINCE_V3
+OPTIONAL_SINCE_V4 = ("amp",)
+"""Fields added in schema 4 (the workload's numeric precision, for interference models)."""
+ADDED_FIELDS = OPTIONAL_SINCE_V2 + OPTIONAL_SINCE_V3 + OPTIONAL_SINCE_V4
 """Fields a trace stored by an older schema may lack; they read as nulls."""
 COLUMN_NAMES: tuple[str, ...] = tuple(SCHEMA.names)
 
@@ -77,6 +80,10 @@ class JobSpec:
 
     ``deadline`` is when the job should have finished, in seconds on the ``submit_time`` clock
     (not relative to its submission); None means best effort (no deadline).
+
+    ``amp`` says whether the job trains with automatic mixed precision; with ``application``
+    (the model) and ``batch_size`` it names the workload a co-location interference model looks
+    up (:mod:`dlsched.perf.interference`).
     """
 
     job_id: str
@@ -103,6 +110,7 @@ class JobSpec:
     max_gpus: int | None = None
     max_servers: int | None = None
     deadline: float | None = None
+    amp: bool | None = None
 
 
 assert tuple(f.name for f in fields(JobSpec)) == COLUMN_NAMES

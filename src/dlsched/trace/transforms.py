@@ -209,3 +209,47 @@ def merge_traces(named: Sequence[tuple[str, Trace]], source: str = "merged") -> 
         tables.append(_set_columns(table, {"job_id": ids}))
     merged = pa.concat_tables(tables)
     return Trace(sort_by_submit(merged), source)
+
+
+WORKLOAD_PROFILES = ("lucid",)
+"""Co-location profiles :func:`with_workloads` draws from."""
+
+
+def with_workloads(trace: Trace, profiles: str, seed: int) -> Trace:
+    """Every GPU job that names no ``application`` gets a workload drawn uniformly from the
+    profiled workloads of ``profiles`` (``lucid``: the 66 model × batch size × precision runs of
+    the Lucid artifact): its ``application`` (the model), ``batch_size`` and ``amp``. Jobs that
+    name an application, and CPU-only jobs, are unchanged. Lucid annotated each Venus job with
+    one of these workloads by its (unreleased) job name; a uniform draw stands in for that
+    mapping. Draws come from ``numpy.random.default_rng(seed)`` in the trace's order.
+    ValueError for unknown ``profiles``."""
+    if profiles not in WORKLOAD_PROFILES:
+        raise ValueError(
+            f"unknown workload profiles {profiles!r}; expected one of "
+            f"{', '.join(WORKLOAD_PROFILES)}"
+        )
+    from dlsched.perf.interference import lucid_interference
+
+    choices = sorted(lucid_interference().profiles)
+    table = trace.table
+    n = table.num_rows
+    pick = np.random.default_rng(seed).integers(0, len(choices), n)
+    given = table.column("application").to_pylist()
+    gpus = table.column("num_gpus").to_pylist()
+    keep = [a is not None or g == 0 for a, g in zip(given, gpus, strict=True)]
+    old_batch = table.column("batch_size").to_pylist()
+    old_amp = table.column("amp").to_pylist()
+    drawn = [choices[int(i)] for i in pick]
+    columns = {
+        "application": pa.array(
+            [a if k else w.model for a, k, w in zip(given, keep, drawn, strict=True)], pa.string()
+        ),
+        "batch_size": pa.array(
+            [b if k else w.batch_size for b, k, w in zip(old_batch, keep, drawn, strict=True)],
+            pa.int64(),
+        ),
+        "amp": pa.array(
+            [a if k else w.amp for a, k, w in zip(old_amp, keep, drawn, strict=True)], pa.bool_()
+        ),
+    }
+    return _with_table(trace, _set_columns(table, columns))

@@ -2,7 +2,8 @@
 
 ``job_id``, ``submit_time`` and ``num_gpus`` are required; any other canonical column may be
 present, in any order, and an empty field is null. Values are read by the column's Arrow type
-(string, float64 or integer) and must use the canonical units and state names.
+(string, float64, integer, or yes/no: ``true``/``1``, ``false``/``0``) and must use the
+canonical units and state names.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def _reader_for(name: str) -> Callable[[Row, str], Any]:
         return Row.text if required else Row.opt_text
     if pa.types.is_floating(kind):
         return Row.number if required else Row.opt_number
+    if pa.types.is_boolean(kind):
+        return Row.opt_flag
     bits = kind.bit_width
     if required:
         return lambda row, column: row.integer(column, bits)

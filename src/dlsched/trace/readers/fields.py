@@ -69,6 +69,17 @@ class Row:
         value = self.opt_text(name)
         return None if value is None else _to_int(name, value, bits)
 
+    def opt_flag(self, name: str) -> bool | None:
+        """A yes/no field: ``true``/``1`` or ``false``/``0`` (any case), or None when empty or
+        absent."""
+        value = self.opt_text(name)
+        if value is None:
+            return None
+        flag = _FLAGS.get(value.strip().lower())
+        if flag is None:
+            raise BadField(name, f"{shown(value)} is not a yes/no value (true, false, 1 or 0)")
+        return flag
+
     def wall_time(self, name: str) -> float:
         """A naive ``YYYY-MM-DD HH:MM:SS`` stamp as Unix seconds (read as UTC), dated within
         :data:`dlsched.safe_load.EARLIEST_DATE` .. :data:`~dlsched.safe_load.LATEST_DATE`."""
@@ -78,6 +89,9 @@ class Row:
         """A wall time as Unix seconds, or None when empty or absent."""
         value = self.opt_text(name)
         return None if value is None else _to_wall(name, value)
+
+
+_FLAGS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def show_number(value: float) -> str:

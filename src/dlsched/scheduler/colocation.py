@@ -1,0 +1,130 @@
+"""The scheduling cycle of co-locating policies (:mod:`dlsched.policy.colocation`).
+
+While the policy's packing is off, the cycle is the non-preemptive one of :class:`Scheduler`
+(key order, head-of-line blocking unless the policy backfills). While it is on, waiting jobs are
+taken in key order and each either shares the GPUs of a running job the policy picks (a
+:class:`~dlsched.scheduler.plan.Start` with ``partner``), starts alone where the placer finds
+room, or is skipped for this cycle; jobs started earlier in the same cycle are candidates too.
+
+Candidates are the pool's rigid jobs holding whole GPUs that no other job shares yet, in the
+order they started. Whether a GPU is shared is the cluster state's (``ClusterState.shared``), so
+the cycle keeps no pairing of its own. The driver tells the scheduler each job's workload
+(``workload_of``) and applies the interference model; the scheduler only decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from heapq import heappop, heappush
+
+from dlsched.cluster.state import WHOLE, ClusterState, Placement
+from dlsched.perf.arrival_forecast import ArrivalForecast
+from dlsched.perf.interference import InterferenceModel, Workload, WorkloadProfile
+from dlsched.placement.base import Placer
+from dlsched.policy.base import Key
+from dlsched.policy.colocation import Candidate, CoLocatingPolicy
+from dlsched.scheduler.cycle import Scheduler, _take
+from dlsched.scheduler.plan import EMPTY_PLAN, Plan, Start
+from dlsched.scheduler.view import JobView
+
+
+class CoLocationScheduler(Scheduler):
+    """A :class:`Scheduler` whose policy may pack jobs (module docstring)."""
+
+    policy: CoLocatingPolicy
+
+    def __init__(
+        self,
+        policy: CoLocatingPolicy,
+        placer: Placer,
+        state: ClusterState,
+        interference: InterferenceModel,
+    ) -> None:
+        super().__init__(policy, placer, state)
+        self.interference = interference
+        self.workload_of: Callable[[JobView], Workload | None] = lambda job: None
+        self.forecast = ArrivalForecast()
+        # Per pool, the running jobs in the order they started.
+        self._started: list[dict[JobView, Key]] = [{} for _ in range(state.num_pools)]
+
+    def on_submitted(self, job: JobView, now: float) -> None:
+        super().on_submitted(job, now)
+        if job.gpus > 0:
+            self.forecast.observe(now)
+
+    def on_started(self, job: JobView) -> None:
+        super().on_started(job)
+        self._started[job.pool][job] = self.policy.key(job, job.submit_time)
+
+    def on_stopped(self, job: JobView, now: float) -> None:
+        self._started[job.pool].pop(job, None)
+        super().on_stopped(job, now)
+
+    def on_finished(self, job: JobView, now: float = 0.0) -> None:
+        self._started[job.pool].pop(job, None)
+        super().on_finished(job, now)
+
+    def _profile(self, job: JobView) -> WorkloadProfile | None:
+        return self.interference.profile(self.workload_of(job))
+
+    def _shareable(self, job: JobView, placement: Placement | None) -> bool:
+        if job.kind or job.demand.milli != WHOLE or not placement:
+            return False
+        shared = self.state.shared
+        return not any((node, g) in shared for node, gpus in placement for g in gpus)
+
+    def cycle(self, pool: int, now: float) -> Plan:
+        policy = self.policy
+        q = self.pools[pool]
+        if not q.heap:
+            return EMPTY_PLAN
+        check = policy.check_interval
+        wake = None if check is None else (now // check + 1) * check
+        if not policy.packing_on(self.forecast, now):
+            plan = super().cycle(pool, now)
+        else:
+            plan = self._packing_cycle(pool, now)
+        if wake is not None and (q.heap or plan.starts):
+            return plan._replace(wake_at=wake)
+        return plan
+
+    def _packing_cycle(self, pool: int, now: float) -> Plan:
+        q = self.pools[pool]
+        heap, state, policy = q.heap, self.state, self.policy
+        # Running jobs no other shares yet, in start order; this cycle's lone starts join them.
+        candidates = [
+            Candidate(j, k[0], self._profile(j))
+            for j, k in self._started[pool].items()
+            if self._shareable(j, j.placement)
+        ]
+        where_of: dict[JobView, Placement] = {}
+        starts: list[Start] = []
+        skipped: list[tuple[Key, JobView]] = []
+        with state.tentative():
+            while heap:
+                entry = heappop(heap)
+                key, job = entry
+                d = job.demand
+                start: Start | None = None
+                if not job.kind and d.milli == WHOLE and job.gpus > 0 and candidates:
+                    mate = policy.partner(job, key[0], self._profile(job), candidates, now)
+                    if mate is not None:
+                        where = mate.placement or where_of[mate]
+                        if state.can_join(where, d.cpus, d.memory_mib):
+                            state.join(where, d.cpus, d.memory_mib)
+                            start = Start(job, where, partner=mate)
+                            candidates = [c for c in candidates if c.job is not mate]
+                if start is None and state.pool_free_gpus(pool) >= job.gpus * d.milli / WHOLE:
+                    start = self._start(state, pool, job)
+                    if start is not None:
+                        _take(state, start)
+                        if self._shareable(job, start.placement):
+                            where_of[job] = start.placement
+                            candidates.append(Candidate(job, key[0], self._profile(job)))
+                if start is None:
+                    skipped.append(entry)
+                    continue
+                starts.append(start)
+        for entry in skipped:
+            heappush(heap, entry)
+        return Plan(tuple(starts)) if starts else EMPTY_PLAN
