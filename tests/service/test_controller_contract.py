@@ -25,7 +25,8 @@ from dlsched.sim.simulator import simulate
 from dlsched.trace.schema import JobSpec, Trace
 from tests.service.helpers import Clock, Harness, check_no_double_booking, make_harness
 
-POLICIES = sorted(policies())
+# Co-locating policies are refused live (test_colocating_policies_are_refused_live).
+POLICIES = sorted(name for name, cls in policies().items() if not cls.colocates)
 EVENT_DRIVEN_EQUIVALENT = ("fifo", "sjf", "srtf")
 
 
@@ -165,3 +166,11 @@ def test_jobs_of_a_lost_node_are_rescheduled_elsewhere(tmp_path: Path, policy: s
     later = [r for r in h.backend.history if r.begin > lost_at]
     assert later and all(node not in r.request.gpu_ids for r in later)
     check_no_double_booking(h.backend)
+
+
+def test_colocating_policies_are_refused_live(tmp_path: Path) -> None:
+    colocating = [n for n, cls in policies().items() if cls.colocates]
+    assert "lucid" in colocating
+    for name in colocating:
+        with pytest.raises(ValueError, match="co-locates jobs on shared GPUs"):
+            make_harness(tmp_path, name)

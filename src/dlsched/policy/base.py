@@ -39,6 +39,9 @@ class Policy(ABC):
     """Whether keys use the job's run time (``duration``, ``remaining_time``): such a policy
     cannot order jobs without one (elastic and parameter-server jobs)."""
     waiting_key_fixed: ClassVar[bool] = True
+    colocates: ClassVar[bool] = False
+    """Whether the policy may start a job on a running job's GPUs (time-sharing; see
+    :mod:`dlsched.policy.colocation`)."""
 
     @property
     def interval(self) -> float | None:

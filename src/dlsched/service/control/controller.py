@@ -234,6 +234,11 @@ class Controller:
                 f"interval_s: policy {policy.name!r} plans at every cycle; only elastic "
                 "policies decide in rounds"
             )
+        elif policy.colocates:
+            raise ValueError(
+                f"policy {policy.name!r} co-locates jobs on shared GPUs, which the live service "
+                "does not do (it starts every job on GPUs of its own); run it in the simulator"
+            )
         else:
             self.planning = OrderingPlanning(
                 policy, placement, seed, self._state, self.placement_options
