@@ -23,7 +23,7 @@ from dlsched.sim.simulator import simulate
 from dlsched.trace.synth.helios import HeliosSynthConfig, synthesize_helios
 from dlsched.trace.transforms import with_workloads
 
-POLICIES = (
+POLICIES: tuple[tuple[str, dict[str, str], str | None, str], ...] = (
     ("lucid", {}, "lgbm", "Lucid (packing, adaptive)"),
     ("lucid", {"adaptive": "false"}, "lgbm", "Lucid (packing always on)"),
     ("qssf", {}, "lgbm", "QSSF (no packing)"),

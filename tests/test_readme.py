@@ -122,6 +122,7 @@ SESSIONS = {
         long=True,
     ),
     "deadlines": Session(("Deadlines: which jobs finish in time?",), shared=True),
+    "colocation": Session(("Co-location: which jobs can share a GPU?",)),
     "topology": Session(
         ("Network topology: racks, blocks and topology-aware placement",),
         page="docs/reference/tenancy.md",

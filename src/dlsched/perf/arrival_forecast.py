@@ -84,7 +84,9 @@ class ArrivalForecast:
         if self._coef is None or seen - self._fitted_at >= _REFIT_EVERY:
             self._fit(seen)
         assert self._coef is not None
-        c = np.asarray(self.counts[: current + 1] + [0.0] * bins)
-        t = np.arange(current + 1, current + 1 + bins)
+        # Only the last day and a bit of counts feed the features of the next bins.
+        first = max(0, current - _DAY - _HOUR)
+        c = np.asarray(self.counts[first : current + 1] + [0.0] * bins)
+        t = np.arange(current + 1 - first, current + 1 - first + bins)
         pred = np.clip(self._features(c, t) @ self._coef, 0.0, None)
         return round(float(pred.mean()), 6)

@@ -46,6 +46,8 @@ class CoLocationScheduler(Scheduler):
         self.forecast = ArrivalForecast()
         # Per pool, the running jobs in the order they started.
         self._started: list[dict[JobView, Key]] = [{} for _ in range(state.num_pools)]
+        self._packing = True
+        self._packing_until: float | None = -1.0
 
     def on_submitted(self, job: JobView, now: float) -> None:
         super().on_submitted(job, now)
@@ -80,7 +82,11 @@ class CoLocationScheduler(Scheduler):
             return EMPTY_PLAN
         check = policy.check_interval
         wake = None if check is None else (now // check + 1) * check
-        if not policy.packing_on(self.forecast, now):
+        if wake != self._packing_until:
+            # The policy re-evaluates packing once per check interval (Lucid: every 100 s).
+            self._packing = policy.packing_on(self.forecast, now)
+            self._packing_until = wake
+        if not self._packing:
             plan = super().cycle(pool, now)
         else:
             plan = self._packing_cycle(pool, now)
