@@ -49,6 +49,12 @@ def with_deadlines(summary: Mapping[str, Any]) -> bool:
     return isinstance(block, Mapping) and bool(block.get("jobs_with_deadline"))
 
 
+def with_colocation(summary: Mapping[str, Any]) -> bool:
+    """Whether the run's policy co-located jobs (its ``colocation`` block counts pairs)."""
+    block = summary.get("colocation")
+    return isinstance(block, Mapping) and block.get("pairs") is not None
+
+
 @dataclass(frozen=True)
 class Spec:
     """A figure every run of one kind may have: the summary ``path`` to its value, its
@@ -77,6 +83,8 @@ COMPARED = (
     _spec("avg_slowdown", "avg slowdown"),
     _spec("preemptions", "preemptions"),
     _spec("deadlines.satisfaction_ratio", "deadline satisfaction", SHARE, with_deadlines),
+    _spec("colocation.pairs", "co-located pairs", applies=with_colocation),
+    _spec("colocation.mean_shared_speed", "speed while sharing", applies=with_colocation),
     _spec("tenant_fairness_jain", "Jain's index (tenants)", applies=with_queues),
     _spec("tenant_fair_share_max_deviation", "max fair-share deviation", applies=with_queues),
 )

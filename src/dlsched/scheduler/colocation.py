@@ -86,10 +86,7 @@ class CoLocationScheduler(Scheduler):
             # The policy re-evaluates packing once per check interval (Lucid: every 100 s).
             self._packing = policy.packing_on(self.forecast, now)
             self._packing_until = wake
-        if not self._packing:
-            plan = super().cycle(pool, now)
-        else:
-            plan = self._packing_cycle(pool, now)
+        plan = self._packing_cycle(pool, now) if self._packing else super().cycle(pool, now)
         if wake is not None and (q.heap or plan.starts):
             return plan._replace(wake_at=wake)
         return plan
