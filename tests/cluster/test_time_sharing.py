@@ -345,15 +345,9 @@ def test_a_refused_join_or_leave_inside_a_block_is_not_undone(state: ClusterStat
     assert snapshot(state) == before
 
 
-# ---------------------------------------------------------------- gaps in the contract
+# ---------------------------------------------------------------- fractional shares and splits
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="state.py can_join: a GPU two 500-milli jobs fill has free_milli 0 and is taken "
-    "for 'held whole by one job', so a third job may join it",
-)
 def test_a_gpu_filled_by_two_fractional_jobs_refuses_a_joiner(state: ClusterState) -> None:
     one: Placement = ((0, (0,)),)
     state.allocate(one, 500, 0.0, 0.0)
@@ -362,12 +356,6 @@ def test_a_gpu_filled_by_two_fractional_jobs_refuses_a_joiner(state: ClusterStat
     assert not state.can_join(one, 0.0, 0.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="state.py _release_split does not check `shared`: a split release frees a "
-    "time-shared GPU, which stays in `shared` with free_milli 1000",
-)
 def test_a_split_release_of_a_shared_gpu_is_refused(state: ClusterState) -> None:
     split = ((2.0, 512.0),)
     state.allocate(PAIR, WHOLE, 0.0, 0.0, split)
@@ -383,10 +371,8 @@ def test_a_split_release_of_a_shared_gpu_is_refused(state: ClusterState) -> None
 
 NODES, GPUS = 2, 4
 MACHINE_CPUS, MACHINE_MEM = 8.0, 1024.0
-MILLIS = (WHOLE, WHOLE, 300, 600)
-"""Shares the machine allocates. No sum of the fractional ones is exactly 1000 (two 500s
-would fill a GPU and let a joiner in: the first xfail above), so a GPU with free_milli 0 is
-always held whole by one job or shared by two."""
+MILLIS = (WHOLE, WHOLE, 300, 500, 600)
+"""Shares the machine allocates; two 500s fill a GPU that no job may then join."""
 cpu_amounts = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 4.5])
 mem_amounts = st.sampled_from([0.0, 64.0, 256.0, 512.0])
 
@@ -666,3 +652,10 @@ TimeSharingMachine.TestCase.settings = settings(
     max_examples=120, stateful_step_count=30, deadline=None, derandomize=True
 )
 test_time_sharing_state_machine = TimeSharingMachine.TestCase
+
+
+def test_a_node_listed_twice_in_one_placement_is_refused(state: ClusterState) -> None:
+    before = snapshot(state)
+    with pytest.raises(OverCommitError, match="listed twice"):
+        state.allocate(((0, (0,)), (0, (0,))), WHOLE, 0.0, 0.0)
+    assert snapshot(state) == before

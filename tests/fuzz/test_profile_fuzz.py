@@ -43,13 +43,6 @@ BUNDLED = {
     "single": (LUCID / "single_data.csv").read_text(),
 }
 
-KNOWN_CSV_ERROR = "new-line character seen in unquoted field"
-"""Known gap (xfail in tests/perf/test_interference.py): a bare carriage return in an
-unquoted field escapes as csv.Error. Tolerated here so the fuzz tests guard everything else;
-remove once the readers turn it into a ProfileError."""
-KNOWN_MULTILINE = "listed twice"
-"""Known gap (xfail in tests/perf/test_interference.py): the duplicate messages embed the
-model name raw, so a name with a line break spans lines. Tolerated here likewise."""
 
 number_texts = st.one_of(
     st.integers(-(2**40), 2**40).map(str),
@@ -164,13 +157,12 @@ def edited_bundled(draw: st.DrawFn, which: str) -> str:
 
 
 def refused_well(exc: ProfileError, source: str) -> None:
-    """One line (bar the known gap) naming the file, and the line unless it is a size limit."""
+    """One line naming the file, and the line unless it is a size limit."""
     message = str(exc)
     named = rf"{re.escape(source)}: (line \d+: |larger than |more than )"
     assert re.match(named, message), message
     assert "Traceback" not in message and len(message) < 600, message
-    if KNOWN_MULTILINE not in message:
-        assert "\n" not in message and "\r" not in message, message
+    assert "\n" not in message and "\r" not in message, message
 
 
 def valid_workload(w: Workload) -> None:
@@ -221,9 +213,6 @@ def read_or_refuse(which: str, text: str, source: str) -> Any:
         result = reader(text, source)
     except ProfileError as exc:
         refused_well(exc, source)
-        return None
-    except csv.Error as exc:
-        assert KNOWN_CSV_ERROR in str(exc) and "\r" in text, exc
         return None
     check(result, text)
     return result

@@ -349,39 +349,20 @@ def test_too_large_a_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         parse_pairs(pairs_file(GOOD_PAIR, GOOD_PAIR.replace("VGG", "LSTM")), "p.csv")
 
 
-# ---------------------------------------------------------------- gaps in the readers
+# ---------------------------------------------------------------- hostile fields
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=csv.Error,
-    reason="interference.py _rows: csv.Error (not ProfileError) escapes for a carriage return "
-    "in an unquoted field",
-)
 def test_a_carriage_return_in_a_field_is_a_profile_error() -> None:
     with pytest.raises(ProfileError, match=r"^p\.csv: line 2"):
         parse_pairs(pairs_file("Res\rNet18,32,0,0.9,VGG,64,1,0.8"), "p.csv")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=csv.Error,
-    reason="interference.py _rows: csv.Error (not ProfileError) escapes for a field over the "
-    "csv module's 131,072-character limit, in a file well under MAX_PROFILE_BYTES",
-)
 def test_a_huge_field_is_a_profile_error() -> None:
     row = "ResNet18,32,0," + "9" * 200_000 + ",VGG,64,1,0.8"
     with pytest.raises(ProfileError, match=r"^p\.csv: line 2"):
         parse_pairs(pairs_file(row), "p.csv")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="interference.py parse_pairs/parse_single: the 'listed twice' messages embed the "
-    "model name raw (not through shown()), so a quoted name with a line break breaks the "
-    "one-line message",
-)
 def test_a_duplicate_message_stays_on_one_line() -> None:
     row = '"Res\nNet18",32,0,0.9,VGG,64,1,0.8'
     with pytest.raises(ProfileError) as info:

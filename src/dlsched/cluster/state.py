@@ -115,6 +115,8 @@ class ClusterState:
         self.partial_nodes: list[dict[int, None]] = [{} for _ in range(npools)]
         # GPUs (node, index) two jobs time-share; the second job's CPUs and memory are its own.
         self.shared: set[tuple[int, int]] = set()
+        # GPUs that fractional shares fill up: taken, but not by one job whole (none may join).
+        self._filled_by_shares: set[tuple[int, int]] = set()
         self._undo: list[tuple[int, Placement, int, float, float, Split | None]] | None = None
         self._fit_cache: dict[tuple[int, Demand], str | None] = {}
         self._max_typed: dict[tuple[int, str], int] = {}
@@ -249,7 +251,12 @@ class ClusterState:
         if split is not None:
             self._allocate_split(placement, milli, split)
             return
-        total = sum(len(g) for _, g in placement) if len(placement) > 1 else len(placement[0][1])
+        if len(placement) > 1:
+            total = sum(len(g) for _, g in placement)
+            if len({node for node, _ in placement}) != len(placement):
+                raise OverCommitError(f"a node listed twice in placement {placement}")
+        else:
+            total = len(placement[0][1])
         total = total or 1
         extras = cpus > 0 or memory_mib > 0
         free_milli, up = self.free_milli, self.node_up
@@ -277,6 +284,8 @@ class ClusterState:
                 if fm[g] == WHOLE:
                     whole_taken += 1
                 fm[g] -= milli
+                if milli != WHOLE and fm[g] == 0:
+                    self._filled_by_shares.add((node, g))
             if extras:
                 share = (len(gpu_ids) or total) / total
                 self.free_cpus[node] -= cpus * share
@@ -326,6 +335,8 @@ class ClusterState:
                 free = fm[g] = fm[g] + milli
                 if free == WHOLE:
                     whole_back += 1
+                if milli != WHOLE:
+                    self._filled_by_shares.discard((node, g))
             if extras:
                 share = (len(gpu_ids) or total) / total
                 self.free_cpus[node] = min(self.cpu_cap[node], self.free_cpus[node] + cpus * share)
@@ -351,7 +362,10 @@ class ClusterState:
             if not self.node_up[node]:
                 return False
             fm = self.free_milli[node]
-            if any(fm[g] != 0 or (node, g) in self.shared for g in gpu_ids):
+            if any(
+                fm[g] != 0 or (node, g) in self.shared or (node, g) in self._filled_by_shares
+                for g in gpu_ids
+            ):
                 return False
             part = len(gpu_ids) / total
             if self.free_cpus[node] < cpus * part - 1e-9 or (
@@ -408,6 +422,10 @@ class ClusterState:
         for node, gpu_ids in placement:
             if any(self.free_milli[node][g] + milli > WHOLE for g in gpu_ids):
                 raise OverCommitError(f"GPUs of {self.node_names[node]} released twice")
+            if any((node, g) in self.shared for g in gpu_ids):
+                raise OverCommitError(
+                    f"GPUs {gpu_ids} of {self.node_names[node]} are time-shared: leave() first"
+                )
         if self._undo is not None:
             self._undo.append((_RELEASE, placement, milli, 0.0, 0.0, split))
         for (node, gpu_ids), (cpus, mem) in zip(placement, split, strict=True):
@@ -421,6 +439,11 @@ class ClusterState:
         before = sum(1 for g in gpu_ids if fm[g] == WHOLE)
         for g in gpu_ids:
             fm[g] -= milli
+            if abs(milli) != WHOLE:
+                if fm[g] == 0:
+                    self._filled_by_shares.add((node, g))
+                else:
+                    self._filled_by_shares.discard((node, g))
         after = sum(1 for g in gpu_ids if fm[g] == WHOLE)
         self.free_cpus[node] = min(self.cpu_cap[node], self.free_cpus[node] - cpus)
         self.free_mem[node] = min(self.mem_cap[node], self.free_mem[node] - mem)

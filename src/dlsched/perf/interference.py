@@ -114,14 +114,18 @@ class InterferenceModel:
 def _rows(text: str, source: str, needed: tuple[str, ...]) -> Iterable[tuple[int, dict[str, str]]]:
     if len(text) > MAX_PROFILE_BYTES:
         raise ProfileError(f"{source}: larger than {MAX_PROFILE_BYTES:,} bytes")
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in needed if c not in (reader.fieldnames or ())]
-    if missing:
-        raise ProfileError(f"{source}: line 1: missing columns {', '.join(missing)}")
-    for i, row in enumerate(reader):
-        if i >= MAX_PROFILE_ROWS:
-            raise ProfileError(f"{source}: more than {MAX_PROFILE_ROWS:,} rows")
-        yield reader.line_num, row
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        missing = [c for c in needed if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ProfileError(f"{source}: line 1: missing columns {', '.join(missing)}")
+        for i, row in enumerate(reader):
+            if i >= MAX_PROFILE_ROWS:
+                raise ProfileError(f"{source}: more than {MAX_PROFILE_ROWS:,} rows")
+            yield reader.line_num, row
+    except csv.Error as e:
+        # The record that failed starts after the last line read whole.
+        raise ProfileError(f"{source}: line {reader.line_num + 1}: {e}") from None
 
 
 def _number(row: dict[str, str], field: str, where: str, low: float, high: float) -> float:
@@ -139,8 +143,11 @@ def _number(row: dict[str, str], field: str, where: str, low: float, high: float
 
 def _workload(row: dict[str, str], suffix: str, where: str) -> Workload:
     model = (row.get("model" + suffix) or "").strip()
-    if not model or len(model) > 100:
-        raise ProfileError(f"{where}: model{suffix}: expected a model name")
+    if not model or len(model) > 100 or not model.isprintable():
+        raise ProfileError(
+            f"{where}: model{suffix}: expected a model name (printable, at most 100 "
+            f"characters), got {shown(model)}"
+        )
     batch = _number(row, "batchsize" + suffix, where, 1, 2**31 - 1)
     if batch != int(batch):
         raise ProfileError(f"{where}: batchsize{suffix}: expected an integer")
