@@ -1,4 +1,5 @@
-"""Lucid against Tiresias and QSSF on a Venus-like trace with Lucid's co-location profiles.
+"""Lucid against Tiresias, QSSF and Gandiva on a Venus-like trace with Lucid's co-location
+profiles.
 
 Lucid's evaluation trace (Venus, September 2020, with per-job workload annotations) is not
 public, so this runs the stand-in the issue asks for: ``dlsched trace synth --like venus``
@@ -27,6 +28,7 @@ POLICIES: tuple[tuple[str, dict[str, str], str | None, str], ...] = (
     ("lucid", {}, "lgbm", "Lucid (packing, adaptive)"),
     ("lucid", {"adaptive": "false"}, "lgbm", "Lucid (packing always on)"),
     ("qssf", {}, "lgbm", "QSSF (no packing)"),
+    ("gandiva", {}, None, "Gandiva (time-slice or pack, migrate)"),
     ("tiresias", {}, None, "Tiresias"),
     ("fifo", {}, None, "FIFO"),
 )

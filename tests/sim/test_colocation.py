@@ -40,6 +40,7 @@ def trace_of(rows: list[tuple[float, int, float, Workload | None]]) -> Trace:
 
 
 def lucid(**options: str) -> SimConfig:
+    """Lucid packing whenever its rule allows (no forecast switch, no priority ratio)."""
     opts = {"adaptive": "false", "priority_ratio": "1e9", **options}
     return SimConfig(policy="lucid", policy_options=opts, estimator="noisy-oracle", checkpoint=FREE)
 
@@ -134,13 +135,49 @@ def colocation_runs(draw: st.DrawFn) -> tuple[Trace, ClusterSpec]:
     return trace_of(rows), parse_shorthand(nodes)
 
 
+def test_gandiva_time_slices_when_full_and_migrates_when_gpus_free() -> None:
+    # Two 1-GPU nodes. j0 and j1 take one each; j2 (no known workload: time-sliced, 0.5 each)
+    # shares j0's GPU from 20 s; j1 ends at 110 s and j2 moves to its GPU (a restart).
+    heavy = Workload("ResNet18", 128, False)
+    trace = trace_of([(0.0, 1, 100.0, heavy), (10.0, 1, 100.0, heavy), (20.0, 1, 50.0, None)])
+    result, _ = run(trace, parse_shorthand("1x1,1x1"), SimConfig(policy="gandiva", checkpoint=FREE))
+    jobs = {r["job_id"]: r for r in result.jobs.to_pylist()}
+    assert jobs["j2"]["first_start_s"] == 20.0
+    assert jobs["j2"]["end_s"] == pytest.approx(110.0 + 5.0)  # 45 s of work done by 110 s
+    assert jobs["j2"]["restarts"] == 1
+    assert jobs["j0"]["end_s"] == pytest.approx(145.0)  # 65 s done by 110 s, 35 s alone
+    assert jobs["j0"]["interference_s"] == pytest.approx(45.0)
+    assert result.summary["colocation"]["mean_shared_speed"] == pytest.approx(0.5)
+
+
+def test_gandiva_packs_a_pair_whose_measured_speeds_beat_time_slicing() -> None:
+    mobilenet, resnet = Workload("MobileNetV3", 32, False), Workload("ResNet18", 32, False)
+    trace = trace_of([(0.0, 1, 1000.0, mobilenet), (1.0, 1, 1000.0, resnet)])
+    result, _ = run(trace, parse_shorthand("1x1"), SimConfig(policy="gandiva", checkpoint=FREE))
+    jobs = {r["job_id"]: r for r in result.jobs.to_pylist()}
+    # Packed at Lucid's measured speeds (0.983, 1.034 -> 1), not time-sliced at 0.5 each.
+    assert jobs["j1"]["end_s"] == pytest.approx(1001.0)
+    assert jobs["j0"]["interference_s"] == pytest.approx(1000.0 * 0.017)
+
+
+def config_for(policy: str, adaptive: bool, ratio: str) -> SimConfig:
+    if policy == "gandiva":
+        return SimConfig(policy="gandiva", checkpoint=FREE)
+    return lucid(adaptive=str(adaptive).lower(), priority_ratio=ratio)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(colocation_runs(), st.booleans(), st.sampled_from(["1e9", "2"]))
+@given(
+    colocation_runs(),
+    st.sampled_from(["lucid", "gandiva"]),
+    st.booleans(),
+    st.sampled_from(["1e9", "2"]),
+)
 def test_colocated_runs_keep_their_invariants(
-    scenario: tuple[Trace, ClusterSpec], adaptive: bool, ratio: str
+    scenario: tuple[Trace, ClusterSpec], policy: str, adaptive: bool, ratio: str
 ) -> None:
     trace, cluster = scenario
-    config = lucid(adaptive=str(adaptive).lower(), priority_ratio=ratio)
+    config = config_for(policy, adaptive, ratio)
     result, sim = run(trace, cluster, config)
     assert sim.sharing is not None and sim.sharing.segments is not None
     check_shared_capacity(result.segments, sim.sharing.segments)
@@ -161,10 +198,12 @@ def test_colocated_runs_keep_their_invariants(
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(colocation_runs(), st.integers(0, 3))
-def test_pairs_survive_node_failures(scenario: tuple[Trace, ClusterSpec], seed: int) -> None:
+@given(colocation_runs(), st.sampled_from(["lucid", "gandiva"]), st.integers(0, 3))
+def test_pairs_survive_node_failures(
+    scenario: tuple[Trace, ClusterSpec], policy: str, seed: int
+) -> None:
     trace, cluster = scenario
-    config = lucid()
+    config = config_for(policy, False, "1e9")
     config = SimConfig(
         policy=config.policy,
         policy_options=config.policy_options,

@@ -8,7 +8,7 @@ jobs asking for whole GPUs are co-located, two to a GPU at most, on exactly the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,6 +18,10 @@ from dlsched.scheduler.view import JobView
 if TYPE_CHECKING:
     from dlsched.perf.arrival_forecast import ArrivalForecast
     from dlsched.perf.interference import WorkloadProfile
+
+
+Speeds = Callable[["JobView"], tuple[float, float]]
+"""The measured concurrent speeds of a waiting job and a candidate partner (in that order)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,11 @@ class CoLocatingPolicy(NonPreemptivePolicy, ABC):
     """Non-preemptive ordering with packing (module docstring)."""
 
     colocates: ClassVar[bool] = True
+    share_first: ClassVar[bool] = True
+    """Whether a waiting job first looks for a partner (Lucid) or first for GPUs of its own,
+    sharing only when none are free (Gandiva)."""
+    migrates: ClassVar[bool] = False
+    """Whether a job sharing GPUs moves to GPUs of its own as soon as some are free."""
 
     @property
     def check_interval(self) -> float | None:
@@ -55,6 +64,9 @@ class CoLocatingPolicy(NonPreemptivePolicy, ABC):
         profile: WorkloadProfile | None,
         candidates: Sequence[Candidate],
         now: float,
-    ) -> JobView | None:
+        speeds: Speeds,
+    ) -> tuple[JobView, tuple[float, float]] | None:
         """The running job (one of ``candidates``, in the order they started, none of them
-        sharing yet, each holding whole GPUs) whose GPUs ``job`` should share, or None."""
+        sharing yet, each holding whole GPUs) whose GPUs ``job`` should share, with the speeds
+        the two will run at (``job``'s, then the partner's), or None. ``speeds(c)`` gives what
+        the interference model measured for ``job`` running concurrently beside ``c``."""

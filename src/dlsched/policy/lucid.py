@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlsched.policy.base import Key
-from dlsched.policy.colocation import Candidate, CoLocatingPolicy
+from dlsched.policy.colocation import Candidate, CoLocatingPolicy, Speeds
 from dlsched.scheduler.view import JobView
 
 if TYPE_CHECKING:
@@ -84,7 +84,8 @@ class Lucid(CoLocatingPolicy):
         profile: WorkloadProfile | None,
         candidates: Sequence[Candidate],
         now: float,
-    ) -> JobView | None:
+        speeds: Speeds,
+    ) -> tuple[JobView, tuple[float, float]] | None:
         if profile is None or not 0 < job.gpus <= self.max_pack_gpus:
             return None
         room = self.gpu_mem_mib - profile.gpu_mem_mib
@@ -97,5 +98,5 @@ class Lucid(CoLocatingPolicy):
                 and p.sharing_score + profile.sharing_score <= self.score_budget
                 and priority <= self.priority_ratio * c.priority
             ):
-                return c.job
+                return c.job, speeds(c.job)
         return None

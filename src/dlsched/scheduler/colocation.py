@@ -22,9 +22,9 @@ from dlsched.perf.arrival_forecast import ArrivalForecast
 from dlsched.perf.interference import InterferenceModel, Workload, WorkloadProfile
 from dlsched.placement.base import Placer
 from dlsched.policy.base import Key
-from dlsched.policy.colocation import Candidate, CoLocatingPolicy
+from dlsched.policy.colocation import Candidate, CoLocatingPolicy, Speeds
 from dlsched.scheduler.cycle import Scheduler, _take
-from dlsched.scheduler.plan import EMPTY_PLAN, Plan, Start
+from dlsched.scheduler.plan import EMPTY_PLAN, Plan, Resize, Start
 from dlsched.scheduler.view import JobView
 
 
@@ -78,7 +78,7 @@ class CoLocationScheduler(Scheduler):
     def cycle(self, pool: int, now: float) -> Plan:
         policy = self.policy
         q = self.pools[pool]
-        if not q.heap:
+        if not q.heap and not (policy.migrates and self.state.shared):
             return EMPTY_PLAN
         check = policy.check_interval
         wake = None if check is None else (now // check + 1) * check
@@ -91,6 +91,14 @@ class CoLocationScheduler(Scheduler):
             return plan._replace(wake_at=wake)
         return plan
 
+    def _speeds(self, job: JobView) -> Speeds:
+        workload = self.workload_of(job)
+
+        def speeds(mate: JobView) -> tuple[float, float]:
+            return self.interference.speeds(workload, self.workload_of(mate))
+
+        return speeds
+
     def _packing_cycle(self, pool: int, now: float) -> Plan:
         q = self.pools[pool]
         heap, state, policy = q.heap, self.state, self.policy
@@ -102,32 +110,103 @@ class CoLocationScheduler(Scheduler):
         ]
         where_of: dict[JobView, Placement] = {}
         starts: list[Start] = []
+        resizes: list[Resize] = []
         skipped: list[tuple[Key, JobView]] = []
+        share_first = policy.share_first
         with state.tentative():
+            if policy.migrates:
+                resizes = self._migrations(pool)
             while heap:
                 entry = heappop(heap)
                 key, job = entry
                 d = job.demand
                 start: Start | None = None
-                if not job.kind and d.milli == WHOLE and job.gpus > 0 and candidates:
-                    mate = policy.partner(job, key[0], self._profile(job), candidates, now)
-                    if mate is not None:
-                        where = mate.placement or where_of[mate]
-                        if state.can_join(where, d.cpus, d.memory_mib):
-                            state.join(where, d.cpus, d.memory_mib)
-                            start = Start(job, where, partner=mate)
-                            candidates = [c for c in candidates if c.job is not mate]
-                if start is None and state.pool_free_gpus(pool) >= job.gpus * d.milli / WHOLE:
-                    start = self._start(state, pool, job)
+                shares = not job.kind and d.milli == WHOLE and job.gpus > 0
+                fits = state.pool_free_gpus(pool) >= job.gpus * d.milli / WHOLE
+                if fits and not (share_first and shares and candidates):
+                    start = self._alone(state, pool, job, key, where_of, candidates)
+                if start is None and shares and candidates:
+                    start = self._shared(state, job, key, where_of, candidates, now)
                     if start is not None:
-                        _take(state, start)
-                        if self._shareable(job, start.placement):
-                            where_of[job] = start.placement
-                            candidates.append(Candidate(job, key[0], self._profile(job)))
+                        mate = start.partner
+                        candidates = [c for c in candidates if c.job is not mate]
+                if start is None and fits and share_first:
+                    start = self._alone(state, pool, job, key, where_of, candidates)
                 if start is None:
                     skipped.append(entry)
                     continue
                 starts.append(start)
         for entry in skipped:
             heappush(heap, entry)
-        return Plan(tuple(starts)) if starts else EMPTY_PLAN
+        if not (starts or resizes):
+            return EMPTY_PLAN
+        return Plan(tuple(starts), resizes=tuple(resizes))
+
+    def _alone(
+        self,
+        state: ClusterState,
+        pool: int,
+        job: JobView,
+        key: Key,
+        where_of: dict[JobView, Placement],
+        candidates: list[Candidate],
+    ) -> Start | None:
+        """``job`` on GPUs of its own, if the placer finds some; it becomes a candidate."""
+        start = self._start(state, pool, job)
+        if start is not None:
+            _take(state, start)
+            if self._shareable(job, start.placement):
+                where_of[job] = start.placement
+                candidates.append(Candidate(job, key[0], self._profile(job)))
+        return start
+
+    def _shared(
+        self,
+        state: ClusterState,
+        job: JobView,
+        key: Key,
+        where_of: dict[JobView, Placement],
+        candidates: list[Candidate],
+        now: float,
+    ) -> Start | None:
+        """``job`` on the GPUs of the partner the policy picks, if any and they can take it."""
+        d = job.demand
+        picked = self.policy.partner(
+            job, key[0], self._profile(job), candidates, now, self._speeds(job)
+        )
+        if picked is None:
+            return None
+        mate, speeds = picked
+        where = mate.placement or where_of[mate]
+        if not state.can_join(where, d.cpus, d.memory_mib):
+            return None
+        state.join(where, d.cpus, d.memory_mib)
+        return Start(job, where, partner=mate, speeds=speeds)
+
+    def _migrations(self, pool: int) -> list[Resize]:
+        """Each pair of the pool whose later-started job the placer can now place on GPUs of
+        its own: that job moves there (inside the cycle's tentative block)."""
+        state = self.state
+        shared = state.shared
+        if not shared:
+            return []
+        first_on: dict[Placement, JobView] = {}
+        moves: list[Resize] = []
+        for job in self._started[pool]:
+            placement = job.placement
+            if not placement or job.kind:
+                continue
+            node, gpus = placement[0]
+            if not gpus or (node, gpus[0]) not in shared:
+                continue
+            if placement not in first_on:
+                first_on[placement] = job
+                continue
+            target = self.placer.place(state, pool, job.demand)
+            if target is None:
+                continue
+            d = job.demand
+            state.leave(placement, d.cpus, d.memory_mib)
+            state.allocate(target, d.milli, d.cpus, d.memory_mib)
+            moves.append(Resize(job, target))
+        return moves

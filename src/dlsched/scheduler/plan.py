@@ -27,13 +27,15 @@ class Start(NamedTuple):
     asked); ``split`` gives the CPUs and memory per placement entry when they are not in
     proportion to the GPUs there (see :data:`dlsched.cluster.state.Split`). With ``partner``
     the job time-shares the partner's GPUs (``placement`` is the partner's; both run slower as
-    the run's interference model says; see :mod:`dlsched.scheduler.colocation`)."""
+    the run's interference model says, or at ``speeds``, this job's then the partner's, when
+    the scheduler decided them; see :mod:`dlsched.scheduler.colocation`)."""
 
     job: JobView
     placement: Placement
     config: JobConfig | None = None
     split: Split | None = None
     partner: JobView | None = None
+    speeds: tuple[float, float] | None = None
 
 
 class Resize(NamedTuple):

@@ -64,13 +64,23 @@ class Sharing:
     def partner(self, job: SimJob) -> SimJob | None:
         return self._partner.get(job)
 
-    def pair(self, job: SimJob, mate: SimJob, now: float, set_speed: SetSpeed) -> None:
-        """``job`` has started on ``mate``'s GPUs: both run at their co-located speeds."""
+    def pair(
+        self,
+        job: SimJob,
+        mate: SimJob,
+        now: float,
+        set_speed: SetSpeed,
+        speeds: tuple[float, float] | None = None,
+    ) -> None:
+        """``job`` has started on ``mate``'s GPUs: both run at ``speeds`` (``job``'s, then
+        ``mate``'s) as the scheduler decided them, else as the interference model says."""
         if job.placement != mate.placement or job in self._partner or mate in self._partner:
             raise RuntimeError(f"jobs {job.job_id!r} and {mate.job_id!r} cannot be paired")
-        speed_job, speed_mate = self.interference.speeds(
-            self.workload_of(job), self.workload_of(mate)
-        )
+        if speeds is None:
+            speeds = self.interference.speeds(self.workload_of(job), self.workload_of(mate))
+        speed_job, speed_mate = speeds
+        if not (0.0 < speed_job <= 1.0 and 0.0 < speed_mate <= 1.0):
+            raise ValueError(f"co-located speeds must be in (0, 1], got {speeds}")
         self._partner[job], self._partner[mate] = mate, job
         self.pairs += 1
         for j, speed in ((job, speed_job), (mate, speed_mate)):

@@ -978,7 +978,7 @@ class Simulator:
             self._run_on(job, start.placement, start.config, start.split, now, mate is not None)
             if mate is not None:
                 assert isinstance(mate, SimJob) and self.sharing is not None
-                self.sharing.pair(job, mate, now, self._set_speed)
+                self.sharing.pair(job, mate, now, self._set_speed, start.speeds)
             sched_of[job.group].scheduler.on_started(job)
             if track:
                 changed.update(n for n, _ in start.placement)
