@@ -3,13 +3,18 @@
 While the policy's packing is off, the cycle is the non-preemptive one of :class:`Scheduler`
 (key order, head-of-line blocking unless the policy backfills). While it is on, waiting jobs are
 taken in key order and each either shares the GPUs of a running job the policy picks (a
-:class:`~dlsched.scheduler.plan.Start` with ``partner``), starts alone where the placer finds
-room, or is skipped for this cycle; jobs started earlier in the same cycle are candidates too.
+:class:`~dlsched.scheduler.plan.Start` with ``partner`` and the pair's ``speeds``), starts alone
+where the placer finds room, or is skipped for this cycle; jobs started earlier in the same
+cycle are candidates too. A ``share_first`` policy (Lucid) looks for a partner before GPUs of
+the job's own, otherwise (Gandiva) only when none fit. A ``migrates`` policy first moves the
+later-started job of each pair to GPUs of its own when the placer finds some (a
+:class:`~dlsched.scheduler.plan.Resize`), before any waiting job is placed.
 
 Candidates are the pool's rigid jobs holding whole GPUs that no other job shares yet, in the
 order they started. Whether a GPU is shared is the cluster state's (``ClusterState.shared``), so
 the cycle keeps no pairing of its own. The driver tells the scheduler each job's workload
-(``workload_of``) and applies the interference model; the scheduler only decides.
+(``workload_of``); the interference model gives the measured speeds the policy chooses from,
+and the driver runs the pair at the speeds the start carries.
 """
 
 from __future__ import annotations
