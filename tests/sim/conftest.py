@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 
 from dlsched.sim.power_states import OFF, ON
+from dlsched.sim.sharing import SharedSegment
 from dlsched.sim.simulator import Segment
 
 
-def assert_no_overcommit(segments: list[Segment]) -> None:
-    """Sweep every GPU's intervals: the shares held at any instant never exceed one GPU."""
+def assert_no_overcommit(
+    segments: list[Segment], shared: Sequence[SharedSegment] | None = None
+) -> None:
+    """Sweep every GPU's intervals: the shares held at any instant never exceed one GPU, or two
+    whole ones while a recorded pair time-shares it (``shared``: the run's
+    ``Simulator.sharing.segments``)."""
     per_gpu: dict[tuple[int, int], list[tuple[float, int]]] = defaultdict(list)
     for s in segments:
         if s.gpu < 0 or s.end <= s.begin:
             continue
         per_gpu[(s.node, s.gpu)].append((s.begin, s.milli))
         per_gpu[(s.node, s.gpu)].append((s.end, -s.milli))
+    for pair in shared or ():
+        for node, gpus in pair.placement:
+            for g in gpus:
+                # The pair's extra GPU of room: opens before, closes after its jobs' shares.
+                per_gpu[(node, g)].append((pair.begin, -1000))
+                per_gpu[(node, g)].append((pair.end, 1000))
     for key, points in per_gpu.items():
         # Releases sort before acquisitions at the same instant (negative milli first).
         points.sort(key=lambda p: (p[0], p[1]))

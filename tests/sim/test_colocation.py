@@ -5,7 +5,6 @@ progress is conserved, runs are deterministic)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -17,8 +16,9 @@ from dlsched.cluster.spec import ClusterSpec
 from dlsched.perf.interference import Workload, lucid_interference
 from dlsched.sim.config import CheckpointConfig, FaultConfig, RestartCost, SimConfig
 from dlsched.sim.sharing import SharedSegment
-from dlsched.sim.simulator import Segment, Simulator, simulate
+from dlsched.sim.simulator import Simulator, simulate
 from dlsched.trace.schema import Trace
+from tests.sim.conftest import assert_no_overcommit
 
 FREE = CheckpointConfig(costs=RestartCost(one_gpu_s=0.0, node_s=0.0, multi_node_s=0.0))
 WORKLOADS = sorted(lucid_interference().profiles)
@@ -98,27 +98,6 @@ def test_a_policy_that_does_not_colocate_reports_null_figures() -> None:
     assert result.jobs.column("colocated_s").null_count == 1
 
 
-def check_shared_capacity(segments: list[Segment], shared: list[SharedSegment]) -> None:
-    """At every instant a GPU holds at most one job's share, or two jobs while they are a
-    recorded pair on it."""
-    events: dict[tuple[int, int], list[tuple[float, int, int]]] = defaultdict(list)
-    for s in segments:
-        if s.gpu >= 0 and s.end > s.begin:
-            events[(s.node, s.gpu)] += [(s.begin, 1, s.milli), (s.end, 0, -s.milli)]
-    for p in shared:
-        for node, gpus in p.placement:
-            for g in gpus:
-                events[(node, g)] += [(p.begin, 1, -1000), (p.end, 0, 1000)]
-    for key, points in events.items():
-        # At one instant: ends (0) before starts (1); a pair's extra room opens before its
-        # second job's share is counted.
-        points.sort(key=lambda e: (e[0], e[1], e[2]))
-        held = 0
-        for t, _, delta in points:
-            held += delta
-            assert held <= 1000, f"GPU {key} over-committed at t={t}: {held}"
-
-
 @st.composite
 def colocation_runs(draw: st.DrawFn) -> tuple[Trace, ClusterSpec]:
     nodes = draw(st.sampled_from(["1x1", "1x2", "2x2", "1x4", "2x4"]))
@@ -180,7 +159,7 @@ def test_colocated_runs_keep_their_invariants(
     config = config_for(policy, adaptive, ratio)
     result, sim = run(trace, cluster, config)
     assert sim.sharing is not None and sim.sharing.segments is not None
-    check_shared_capacity(result.segments, sim.sharing.segments)
+    assert_no_overcommit(result.segments, sim.sharing.segments)
     duration = trace.table.column("duration").to_pylist()
     fits = sum(n.gpus for n in cluster.nodes)
     for i, job in enumerate(result.jobs.to_pylist()):
@@ -214,7 +193,7 @@ def test_pairs_survive_node_failures(
     )
     result, sim = run(trace, cluster, config)
     assert sim.sharing is not None and sim.sharing.segments is not None
-    check_shared_capacity(result.segments, sim.sharing.segments)
+    assert_no_overcommit(result.segments, sim.sharing.segments)
     total = sum(n.gpus for n in cluster.nodes)
     for job in result.jobs.to_pylist():
         assert (job["status"] == "finished") == (job["gpus"] <= total), job
