@@ -55,6 +55,13 @@ ELASTIC_POLICIES: tuple[Declared, ...] = (
         "goodput-optimal GPUs and batch per job; p=-1 mean of speedups, restart-aware",
     ),
     Declared(
+        "sia",
+        "dlsched.elastic.policies.sia",
+        "Sia",
+        "heterogeneity-aware goodput per GPU type from one-GPU profiles; an ILP per round over "
+        "(job, GPU type, count), restart-aware",
+    ),
+    Declared(
         "themis",
         "dlsched.elastic.policies.themis",
         "Themis",
