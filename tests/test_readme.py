@@ -123,6 +123,7 @@ SESSIONS = {
     ),
     "deadlines": Session(("Deadlines: which jobs finish in time?",), shared=True),
     "colocation": Session(("Co-location: which jobs can share a GPU?",)),
+    "heterogeneity": Session(("Heterogeneous GPUs: which type for which job?",), shared=True),
     "topology": Session(
         ("Network topology: racks, blocks and topology-aware placement",),
         page="docs/reference/tenancy.md",

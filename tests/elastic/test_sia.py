@@ -5,6 +5,8 @@ and heterogeneity awareness pays: on mixed GPU types it beats the type-blind Pol
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -163,3 +165,21 @@ def test_invariants(rows: list[Row]) -> None:
     assert all(len(types) == 1 for types in spans.values())
     again = run(rows, HETERO, "sia")
     assert again.jobs.equals(result.jobs)
+
+
+def test_solver_prints_do_not_reach_stdout() -> None:
+    # Some HiGHS versions printf a debugging line while repairing a MIP solution; a command's
+    # JSON on stdout must not carry it. A C-level print inside the guard goes to stderr.
+    code = (
+        "import ctypes\n"
+        "from dlsched.elastic.sia_ilp import _solver_prints_to_stderr\n"
+        "print('before', flush=True)\n"
+        "with _solver_prints_to_stderr():\n"
+        "    ctypes.CDLL(None).printf(b'solver noise\\n')\n"
+        "print('after')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout == "before\nafter\n"
+    assert "solver noise" in done.stderr
