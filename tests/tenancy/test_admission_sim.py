@@ -225,3 +225,26 @@ def test_ps_jobs_run_within_their_queue_quota(tmp_path: Path) -> None:
         held += d
         peak = max(peak, held)
     assert 0 < peak <= 3
+
+
+def test_a_gpu_share_is_charged_its_fraction_of_the_quota(tmp_path: Path) -> None:
+    # Kueue charges a partitioned device in its own units: two half-GPU pods take one GPU of
+    # quota together, so a queue with one GPU of quota runs two of them at once, not a third.
+    trace = Trace.from_columns(
+        {
+            "job_id": ["s1", "s2", "s3"],
+            "submit_time": [0.0, 0.0, 0.0],
+            "num_gpus": [1, 1, 1],
+            "gpu_milli": [500, 500, 500],
+            "duration": [100.0, 100.0, 100.0],
+            "vc": ["a", "a", "a"],
+        },
+        "shares",
+    )
+    path = write(tmp_path / "q.yaml", documents({"a": {"gpu": 1}}))
+    result = simulate(trace, CLUSTER, SimConfig(use_partitions=False, queues=str(path)))
+    starts = {j: r["first_start_s"] for j, r in _by_id(result).items()}
+    assert starts == {"s1": 0, "s2": 0, "s3": 100}
+    assert result.summary["tenants"]["a"]["used_gpus_avg"] == pytest.approx(
+        1.0 * 100 / 200 + 0.5 * 100 / 200
+    )

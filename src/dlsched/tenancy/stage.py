@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dlsched.cluster.state import WHOLE
 from dlsched.tenancy.admission import CAUSES, Admission, DryRun, Eviction, Workload, queue_order
 from dlsched.tenancy.cycle import KueueQueues
 from dlsched.tenancy.errors import TenancyError
@@ -323,7 +324,11 @@ class AdmissionStage:
         shape = self._shapes.get(demand)
         if shape is None:
             shape = self._shapes[demand] = len(self._shapes)
-            asked = {GPU: float(demand.gpus), CPU: demand.cpus, MEMORY: demand.memory_mib}
+            # A GPU share is charged its fraction, as Kueue charges a partitioned device (a
+            # MIG slice is one unit of its own, smaller resource): two half-GPU pods fill one
+            # GPU of quota, not two.
+            gpus = demand.gpus * demand.milli / WHOLE
+            asked = {GPU: float(gpus), CPU: demand.cpus, MEMORY: demand.memory_mib}
             requests = {k: v for k, v in asked.items() if v}
             requests[PODS] = 1.0
             self._requests.append(requests)
