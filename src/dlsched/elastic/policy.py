@@ -170,3 +170,13 @@ def fixed_allocation(
         job.application, n, job.requested_bsz if global_bsz is None else global_bsz
     )
     return Allocation(gpus, config.local_bsz, config.accum_steps)
+
+
+def realloc_factor(age: float, restarts: int, delay: float, grace: bool = False) -> float:
+    """Pollux's re-allocation factor ``max(T − R·δ, 0)/(T + δ)``: how much of a new
+    allocation's value a job of age ``T`` with ``R`` re-allocations so far keeps when each costs
+    ``δ`` seconds (Qiao et al., OSDI'21, §4.2). With ``grace`` a job younger than one delay keeps
+    all of it (Sia's simulator: a job not yet placed pays no restart to be placed)."""
+    if grace and age < delay:
+        return 1.0
+    return max(age - restarts * delay, 0.0) / (age + delay)

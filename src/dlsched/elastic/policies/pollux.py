@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dlsched.elastic.greedy import greedy_counts
-from dlsched.elastic.policy import ElasticPolicy, free_gpus, place_consolidated
+from dlsched.elastic.policy import ElasticPolicy, free_gpus, place_consolidated, realloc_factor
 from dlsched.elastic.types import Allocation, JobInfo
 
 _NO_GPU_COST = 1e12
@@ -101,9 +101,7 @@ class Pollux(ElasticPolicy):
             cap = self.cap(j)
             speed = self.speedups(j, cap, share)
             age = max(now - j.submit_time, 0.0)
-            factor = max(
-                (age - j.restarts * self.restart_delay_s) / (age + self.restart_delay_s), 0.0
-            )
+            factor = realloc_factor(age, j.restarts, self.restart_delay_s)
             current = j.gpus
             row = []
             for n, s in enumerate(speed):

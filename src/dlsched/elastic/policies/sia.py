@@ -43,7 +43,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dlsched.elastic.policy import ElasticPolicy, place_consolidated
+from dlsched.elastic.policy import ElasticPolicy, place_consolidated, realloc_factor
 from dlsched.elastic.sia_ilp import Option, choose
 from dlsched.elastic.types import Allocation, JobInfo
 from dlsched.perf.profiles import load_profile
@@ -88,6 +88,10 @@ class Sia(ElasticPolicy):
     """Project goodput to types a job has not run on (else only one GPU there, valued 1)."""
     _held: dict[int, dict[str, int]] = field(default_factory=dict, init=False, repr=False)
     _one_gpu: dict[tuple[str, str], float] = field(default_factory=dict, init=False, repr=False)
+    # Configurations depend only on the cluster's nodes: kept while the view is the same object.
+    _configs: tuple[object, dict[str, list[Config]]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not self.p < 0:
@@ -105,11 +109,17 @@ class Sia(ElasticPolicy):
     def configs(self, variant: str) -> list[Config]:
         """Sia's configurations on ``variant``: powers of two inside a node, a whole node,
         then every count of whole nodes the type has."""
+        if self._configs is None or self._configs[0] is not self.cluster:
+            self._configs = (self.cluster, {})
+        known = self._configs[1].get(variant)
+        if known is not None:
+            return known
         gpn = self.cluster.gpus_per_node(variant)
         nodes = sum(1 for n in self.cluster.nodes if n.variant == variant and n.size > 0)
         out = [Config(variant, 1, c) for c in _powers_below(gpn)]
         out.append(Config(variant, 1, gpn))
         out += [Config(variant, k, k * gpn) for k in range(2, nodes + 1)]
+        self._configs[1][variant] = out
         return out
 
     def one_gpu_throughput(self, app: str, variant: str) -> float:
@@ -190,8 +200,7 @@ class Sia(ElasticPolicy):
         for row, j in enumerate(jobs):
             current = self._current(j)
             age = max(now - j.submit_time, 0.0)
-            delta = self.penalty(j)
-            factor = 1.0 if age < delta else max(age - j.restarts * delta, 0.0) / (age + delta)
+            factor = realloc_factor(age, j.restarts, self.penalty(j), grace=True)
             for c, value in self.values(j).items():
                 if current != (c.variant, c.gpus):
                     value *= factor
