@@ -172,9 +172,9 @@ def test_solver_prints_do_not_reach_stdout() -> None:
     # JSON on stdout must not carry it. A C-level print inside the guard goes to stderr.
     code = (
         "import ctypes\n"
-        "from dlsched.elastic.sia_ilp import _solver_prints_to_stderr\n"
+        "from dlsched.numerics.solver_stdout import solver_prints_to_stderr\n"
         "print('before', flush=True)\n"
-        "with _solver_prints_to_stderr():\n"
+        "with solver_prints_to_stderr():\n"
         "    ctypes.CDLL(None).printf(b'solver noise\\n')\n"
         "print('after')\n"
     )

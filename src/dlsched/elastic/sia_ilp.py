@@ -11,16 +11,14 @@ nodes free on their type, so that every answer can be placed. Solved exactly (re
 
 from __future__ import annotations
 
-import ctypes
-import os
-import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
+
+from dlsched.numerics.solver_stdout import solver_prints_to_stderr
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +65,7 @@ def choose(
     upper = np.concatenate(
         [np.ones(jobs), np.asarray(free_gpus, dtype=float), np.asarray(free_nodes, dtype=float)]
     )
-    with _solver_prints_to_stderr():
+    with solver_prints_to_stderr():
         result = milp(
             np.array([options[i].cost for i in worth]),
             constraints=LinearConstraint(matrix, -np.inf, upper),
@@ -81,25 +79,3 @@ def choose(
         if value > 0.5:
             answer[options[worth[col]].job] = worth[col]
     return answer
-
-
-@contextmanager
-def _solver_prints_to_stderr() -> Iterator[None]:
-    """Send what the solver prints on the C-level standard output to standard error for the
-    duration: some HiGHS versions print a debugging line (``HighsMipSolverData::
-    transformNewIntegerFeasibleSolution``) when they repair a solution, which would corrupt a
-    command's JSON or table on stdout. A no-op where stdout has no file descriptor."""
-    try:
-        out, err = sys.stdout.fileno(), sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(out)
-    os.dup2(err, out)
-    try:
-        yield
-    finally:
-        ctypes.CDLL(None).fflush(None)
-        os.dup2(saved, out)
-        os.close(saved)

@@ -44,16 +44,18 @@ from dlsched.elastic.deadline_plan import (
     fit,
     min_share,
 )
-from dlsched.elastic.policy import ElasticPolicy, place_consolidated
+from dlsched.elastic.policy import ElasticPolicy
+from dlsched.elastic.table_jobs import (
+    TableCurves,
+    buddy_place,
+    table_allocation,
+    table_pool_problem,
+)
 from dlsched.elastic.types import Allocation, ClusterView, JobInfo
 from dlsched.perf.throughput_tables import (
-    TableError,
     ThroughputCurve,
     baseline_max_gpus,
     elasticflow_max_gpus,
-    is_table_application,
-    table_class,
-    throughput_curve,
 )
 
 ALLOCATIONS = ("marginal", "edf")
@@ -72,7 +74,7 @@ class ElasticFlow(ElasticPolicy):
     _seen: set[str] = field(default_factory=set, init=False)
     _admitted: set[str] = field(default_factory=set, init=False)
     _declined: dict[str, str] = field(default_factory=dict, init=False)
-    _curves: dict[tuple[str, int], ThroughputCurve] = field(default_factory=dict, init=False)
+    _curves: TableCurves = field(default_factory=TableCurves, init=False)
     _last: tuple[object, float, dict[str, Allocation]] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -85,30 +87,10 @@ class ElasticFlow(ElasticPolicy):
 
     # ---- what the policy runs ------------------------------------------------------------
     def never_fits(self, application: str, gpus: int, cluster: ClusterView) -> str | None:
-        if not is_table_application(application):
-            return (
-                f"policy 'elasticflow' runs jobs of the ElasticFlow throughput tables "
-                f"(elasticflow/<model>); {application!r} is not one"
-            )
-        classes = {table_class(v) for v in cluster.variants}
-        if len(classes) != 1 or None in classes:
-            return (
-                "policy 'elasticflow' plans one GPU class (A100 or T4) per pool; this pool has "
-                f"variants {', '.join(cluster.variants)}"
-            )
-        return None
+        return table_pool_problem(self.name, application, cluster)
 
     def _curve(self, job: JobInfo) -> ThroughputCurve:
-        key = (job.application, job.requested_bsz)
-        curve = self._curves.get(key)
-        if curve is None:
-            gpu_class = table_class(self.cluster.nodes[0].variant)
-            if gpu_class is None:
-                raise TableError(f"no throughput table for {self.cluster.nodes[0].variant}")
-            curve = self._curves[key] = throughput_curve(
-                job.application, job.requested_bsz, gpu_class
-            )
-        return curve
+        return self._curves.of(job, self.cluster)
 
     def _cap(self, curve: ThroughputCurve) -> int:
         if self.allocation == "marginal":
@@ -281,10 +263,7 @@ class ElasticFlow(ElasticPolicy):
         if placed is None:
             placed = self._try_place(order, counts, by_name, keep=False)
         assert placed is not None
-        return {
-            name: Allocation(gpus, max(1, -(-by_name[name].requested_bsz // counts_of(gpus))))
-            for name, gpus in placed.items()
-        }
+        return {name: table_allocation(by_name[name], gpus) for name, gpus in placed.items()}
 
     def _try_place(
         self,
@@ -314,7 +293,7 @@ class ElasticFlow(ElasticPolicy):
                 continue
             size = counts[name]
             while size > 0:
-                gpus = self._buddy(free, size)
+                gpus = buddy_place(self.cluster, free, size)
                 if gpus is not None:
                     out[name] = gpus
                     break
@@ -322,33 +301,6 @@ class ElasticFlow(ElasticPolicy):
                     return None
                 size = fit(self._curve(by_name[name]).sizes, size - 1, size - 1)
         return out
-
-    def _buddy(self, free: list[int], size: int) -> tuple[tuple[int, int], ...] | None:
-        """``size`` GPUs on one node (best fit) or on whole free nodes; None if neither."""
-        sizes = [n.size for n in self.cluster.nodes]
-        fits = [i for i, f in enumerate(free) if f >= size and f > 0]
-        if fits and size <= max(sizes):
-            best = min(fits, key=lambda i: (free[i], i))
-            free[best] -= size
-            return ((best, size),)
-        whole = [i for i, f in enumerate(free) if f == sizes[i] and f > 0]
-        taken: list[tuple[int, int]] = []
-        need = size
-        for i in whole:
-            if need == 0:
-                break
-            take = min(free[i], need)
-            taken.append((i, take))
-            need -= take
-        if need == 0:
-            for i, take in taken:
-                free[i] -= take
-            return tuple(taken)
-        return place_consolidated(free, size)
-
-
-def counts_of(gpus: tuple[tuple[int, int], ...]) -> int:
-    return sum(c for _, c in gpus)
 
 
 @dataclass(frozen=True, slots=True)
